@@ -1,0 +1,141 @@
+// Package series holds the aligned time series that the signals package produces and the
+// domain packages (diagnosis, correlate) consume: values of named signals per vLLM instance and
+// model on one regular time grid. It has no I/O.
+package series
+
+import (
+	"math"
+	"sort"
+	"time"
+
+	"github.com/seed/vllm-datasource/pkg/vllm"
+)
+
+// Key identifies one vLLM server process and the model it serves.
+type Key struct {
+	Instance string
+	Model    string
+}
+
+// Grid is a regular time axis: Len points from Start, Step apart (Prometheus range-query
+// timestamps fall exactly on it).
+type Grid struct {
+	Start time.Time
+	Step  time.Duration
+	Len   int
+}
+
+// NewGrid returns the grid Prometheus uses for a range query from start to end.
+func NewGrid(start, end time.Time, step time.Duration) Grid {
+	if step <= 0 || end.Before(start) {
+		return Grid{Start: start, Step: step}
+	}
+	return Grid{Start: start, Step: step, Len: int(end.Sub(start)/step) + 1}
+}
+
+// Time returns the time of point i.
+func (g Grid) Time(i int) time.Time { return g.Start.Add(time.Duration(i) * g.Step) }
+
+// End returns the time of the last point.
+func (g Grid) End() time.Time { return g.Time(g.Len - 1) }
+
+// Index returns the point at t, or the last point before it; ok is false when t is before the
+// grid's start.
+func (g Grid) Index(t time.Time) (i int, ok bool) {
+	if t.Before(g.Start) || g.Len == 0 {
+		return 0, false
+	}
+	i = int(t.Sub(g.Start) / g.Step)
+	if i >= g.Len {
+		i = g.Len - 1
+	}
+	return i, true
+}
+
+// Series is one signal of one key on the grid; NaN marks a step without a sample. Quantile
+// signals also carry Lower and Upper: the histogram bucket that holds the quantile, since
+// vLLM's coarse buckets make the interpolated value uncertain by up to a factor of 2.5.
+type Series struct {
+	Signal Signal
+	Key    Key
+	Values []float64
+	Lower  []float64
+	Upper  []float64
+}
+
+// NewSeries returns a series of n NaN values.
+func NewSeries(signal Signal, key Key, n int) *Series {
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = math.NaN()
+	}
+	return &Series{Signal: signal, Key: key, Values: v}
+}
+
+// HasBounds reports whether the series carries quantile bucket intervals.
+func (s *Series) HasBounds() bool {
+	return len(s.Lower) == len(s.Values) && len(s.Upper) == len(s.Values)
+}
+
+// Set is the aligned signals of one query: every series on one grid, the signals that could
+// not be had and why, and the KV-cache configuration of each instance.
+type Set struct {
+	Grid   Grid
+	series map[Key]map[Signal]*Series
+	// Absent maps a signal with no series to the reason, for notices and "not applicable".
+	Absent map[Signal]string
+	// CacheConfig maps an instance to its vllm:cache_config_info facts.
+	CacheConfig map[string]vllm.CacheConfig
+}
+
+// NewSet returns an empty set on a grid.
+func NewSet(g Grid) *Set {
+	return &Set{Grid: g, series: map[Key]map[Signal]*Series{}, Absent: map[Signal]string{}, CacheConfig: map[string]vllm.CacheConfig{}}
+}
+
+// Put adds or replaces a series.
+func (s *Set) Put(x *Series) {
+	m := s.series[x.Key]
+	if m == nil {
+		m = map[Signal]*Series{}
+		s.series[x.Key] = m
+	}
+	m[x.Signal] = x
+}
+
+// Get returns the series of a signal for a key, or nil.
+func (s *Set) Get(k Key, sig Signal) *Series { return s.series[k][sig] }
+
+// Keys returns every key with at least one series, sorted by instance then model.
+func (s *Set) Keys() []Key {
+	keys := make([]Key, 0, len(s.series))
+	for k := range s.series {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].Instance != keys[j].Instance {
+			return keys[i].Instance < keys[j].Instance
+		}
+		return keys[i].Model < keys[j].Model
+	})
+	return keys
+}
+
+// Signals returns the signals a key has, sorted by name.
+func (s *Set) Signals(k Key) []Signal {
+	out := make([]Signal, 0, len(s.series[k]))
+	for sig := range s.series[k] {
+		out = append(out, sig)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// Value returns a signal's value at point i, NaN when absent.
+func (s *Set) Value(k Key, sig Signal, i int) float64 {
+	x := s.Get(k, sig)
+	if x == nil || i < 0 || i >= len(x.Values) {
+		return math.NaN()
+	}
+	return x.Values[i]
+}

@@ -1,0 +1,43 @@
+package series
+
+// Signal names a version-independent vLLM signal (TELEMETRY §4). The names are part of the
+// query model that dashboards persist.
+type Signal string
+
+// The signals. Quantiles are per instance and model over the rate window; means are
+// rate(_sum)/rate(_count); ratios are ratios of rates.
+const (
+	TTFTP50              Signal = "ttft_p50"
+	TTFTP90              Signal = "ttft_p90"
+	TTFTP99              Signal = "ttft_p99"
+	TTFTRatio            Signal = "ttft_ratio"
+	ITLP50               Signal = "itl_p50"
+	ITLP99               Signal = "itl_p99"
+	TPOTP50              Signal = "tpot_p50"
+	TPOTP99              Signal = "tpot_p99"
+	TPOTMean             Signal = "tpot_mean"
+	E2EP50               Signal = "e2e_p50"
+	E2EP99               Signal = "e2e_p99"
+	QueueTimeMean        Signal = "queue_time_mean"
+	PrefillTimeMean      Signal = "prefill_time_mean"
+	DecodeTimeMean       Signal = "decode_time_mean"
+	PrefixCacheHitRate   Signal = "prefix_cache_hit_rate"
+	SpecAcceptanceRate   Signal = "spec_acceptance_rate"
+	SpecAcceptanceLength Signal = "spec_acceptance_length"
+	KVUsage              Signal = "kv_usage"
+	PreemptionRate       Signal = "preemption_rate"
+	Running              Signal = "running"
+	Waiting              Signal = "waiting"
+	WaitingRatio         Signal = "waiting_ratio"
+	WaitingCapacity      Signal = "waiting_capacity"
+	RequestRate          Signal = "request_rate"
+	AbortRatio           Signal = "abort_ratio"
+	PromptTPS            Signal = "prompt_tps"
+	GenerationTPS        Signal = "generation_tps"
+	// RequestCount is the number of requests that got their first token within the rate window
+	// ending at each step: the gate for quantile rules.
+	RequestCount Signal = "request_count"
+	// PromptLengthMean and OutputLengthMean are mean tokens per request over the window.
+	PromptLengthMean Signal = "prompt_length_mean"
+	OutputLengthMean Signal = "output_length_mean"
+)
