@@ -1,0 +1,44 @@
+package testbed
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// PromServer is a running Prometheus.
+type PromServer struct {
+	// URL is the base URL of its HTTP API, http://127.0.0.1:PORT.
+	URL string
+}
+
+// Prometheus starts a Prometheus whose TSDB holds the given OpenMetrics files (timestamps in
+// seconds, ending in "# EOF"), backfilled with promtool. It scrapes nothing, so the data is
+// exactly what the files say. Retention is long enough to keep old backfilled blocks.
+func Prometheus(t testing.TB, openMetricsFiles ...string) *PromServer {
+	t.Helper()
+	prom := binary(t, "VLLM_DIAG_PROMETHEUS", "prometheus-"+PrometheusVersion, "prometheus")
+	promtool := PromtoolPath(t)
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	for _, f := range openMetricsFiles {
+		run(t, promtool, "tsdb", "create-blocks-from", "openmetrics", f, data)
+	}
+	cfg := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(cfg, []byte("global:\n  scrape_interval: 15s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	start(t, "prometheus.log", prom,
+		"--config.file="+cfg,
+		"--storage.tsdb.path="+data,
+		"--storage.tsdb.retention.time=3650d",
+		"--web.listen-address="+addr,
+	)
+	s := &PromServer{URL: "http://" + addr}
+	waitReady(t, s.URL+"/-/ready", 60*time.Second)
+	return s
+}
