@@ -1,0 +1,123 @@
+package traces
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/seed/vllm-datasource/pkg/vllm"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+)
+
+// NormalizeTraceID returns id as 32 lower-case hex digits. Backends drop leading zeros (Tempo's
+// search) or print 64-bit ids in 16 digits (Jaeger's v1 API), so ids are compared and joined
+// only in this form. An id that is not 1 to 32 hex digits, or is all zeros, is ErrInvalidTraceID.
+func NormalizeTraceID(id string) (string, error) {
+	s := strings.ToLower(strings.TrimSpace(id))
+	if s == "" || len(s) > 32 {
+		return "", fmt.Errorf("%w %q: want 1 to 32 hexadecimal digits", ErrInvalidTraceID, clip(id, 64))
+	}
+	if _, err := hex.DecodeString(strings.Repeat("0", len(s)%2) + s); err != nil {
+		return "", fmt.Errorf("%w %q: want hexadecimal digits only", ErrInvalidTraceID, clip(id, 64))
+	}
+	if strings.Trim(s, "0") == "" {
+		return "", fmt.Errorf("%w %q: an all-zero id is not a trace", ErrInvalidTraceID, id)
+	}
+	return padHex(s, 32), nil
+}
+
+// padHex lower-cases a hex id and left-pads it with zeros to n digits.
+func padHex(id string, n int) string {
+	s := strings.ToLower(id)
+	if len(s) < n {
+		s = strings.Repeat("0", n-len(s)) + s
+	}
+	return s
+}
+
+// hexID matches an OTLP id field written in hex. Jaeger writes ids in hex where protojson's
+// mapping of bytes fields is base64 (Tempo follows the mapping). 16 and 32 hex digits cannot
+// be mistaken for base64 ids: base64 of 8 or 16 bytes has 12 or 24 characters. The pattern
+// cannot match inside a string value, whose quotes are escaped.
+var hexID = regexp.MustCompile(`"(traceId|spanId|parentSpanId)"(\s*:\s*)"([0-9a-fA-F]{32}|[0-9a-fA-F]{16})"`)
+
+func hexIDsToBase64(b []byte) []byte {
+	return hexID.ReplaceAllFunc(b, func(m []byte) []byte {
+		sub := hexID.FindSubmatch(m)
+		raw, _ := hex.DecodeString(string(sub[3]))
+		return fmt.Appendf(nil, `"%s"%s"%s"`, sub[1], sub[2], base64.StdEncoding.EncodeToString(raw))
+	})
+}
+
+var otlpJSON = protojson.UnmarshalOptions{DiscardUnknown: true}
+
+// decodeTracesData decodes OTLP JSON with ids in hex or base64.
+func decodeTracesData(b []byte) (*tracepb.TracesData, error) {
+	td := &tracepb.TracesData{}
+	if err := otlpJSON.Unmarshal(hexIDsToBase64(b), td); err != nil {
+		return nil, err
+	}
+	return td, nil
+}
+
+// walkStats counts what a walk over OTLP spans left out.
+type walkStats struct {
+	// spansSkipped counts spans beyond Options.MaxSpansPerTrace of their trace.
+	spansSkipped int
+	// perTrace counts the spans seen of each trace.
+	perTrace map[string]int
+}
+
+// requests returns the vLLM spans of td: the configured span name in a resource of the
+// configured service. At most MaxSpansPerTrace spans of each trace are looked at.
+func (o Options) requests(td *tracepb.TracesData, st *walkStats) []Request {
+	if st.perTrace == nil {
+		st.perTrace = map[string]int{}
+	}
+	var out []Request
+	for _, rs := range td.GetResourceSpans() {
+		resAttrs := rs.GetResource().GetAttributes()
+		service := attrs{resource: resAttrs}.str(vllm.ResourceServiceName)
+		for _, ss := range rs.GetScopeSpans() {
+			for _, sp := range ss.GetSpans() {
+				tid := hex.EncodeToString(sp.GetTraceId())
+				st.perTrace[tid]++
+				if st.perTrace[tid] > o.MaxSpansPerTrace {
+					st.spansSkipped++
+					continue
+				}
+				if service != o.ServiceName || sp.GetName() != o.SpanName {
+					continue
+				}
+				out = append(out, o.newRequest(spanData{
+					traceID: padHex(tid, 32),
+					spanID:  padHex(hex.EncodeToString(sp.GetSpanId()), 16),
+					start:   unixNano(sp.GetStartTimeUnixNano()),
+					end:     unixNano(sp.GetEndTimeUnixNano()),
+					attrs:   attrs{span: sp.GetAttributes(), resource: resAttrs},
+				}))
+			}
+		}
+	}
+	return out
+}
+
+// unixNano converts OTLP's fixed64 nanoseconds; the JSON string was parsed as an integer by
+// protojson, never through a float, so nanoseconds survive.
+func unixNano(ns uint64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, int64(ns)).UTC()
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}

@@ -1,0 +1,330 @@
+// Package traces reads vLLM request spans (one `llm_request` span per finished request) from
+// a trace backend, Tempo or Jaeger v2, into one Request model. Both backends answer in OTLP
+// JSON, decoded with the OTLP protobuf types.
+//
+// A Request carries what its span carries and no more: latency attributes a span lacks are
+// NaN and absent from Request.Present, so a caller can show what there is and say what is
+// missing. vLLM's current (V1) spans have no model attribute; when Request.Model is empty the
+// caller fills it from the metrics if the instance serves a single model.
+package traces
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/seed/vllm-datasource/pkg/vllm"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+)
+
+// Field names an optional value of a Request; Fields is a set of them.
+type Field uint32
+
+// Fields is a bit set of Field values.
+type Fields uint32
+
+// Optional values of a Request.
+const (
+	FieldQueue Field = iota
+	FieldPrefill
+	FieldDecode
+	FieldInference
+	FieldTTFT
+	FieldE2E
+	FieldPromptTokens
+	FieldOutputTokens
+	FieldCachedTokens
+	FieldTemperature
+	FieldTopP
+	FieldMaxTokens
+	FieldScheduler
+	FieldForward
+	FieldExecute
+)
+
+// Has reports whether f is in the set.
+func (s Fields) Has(f Field) bool { return s&(1<<f) != 0 }
+
+func (s *Fields) add(f Field) { *s |= 1 << f }
+
+var fieldNames = map[Field]string{
+	FieldQueue: "queue", FieldPrefill: "prefill", FieldDecode: "decode", FieldInference: "inference",
+	FieldTTFT: "ttft", FieldE2E: "e2e",
+}
+
+// Request is one vLLM request, read from its span.
+type Request struct {
+	// TraceID is 32 lower-case hex digits, left-padded with zeros; SpanID is 16.
+	TraceID, SpanID string
+	// Start is the request's arrival, End its finish (the span's times).
+	Start, End time.Time
+	// Service is the span's service.name.
+	Service string
+	// Model is the configured model attribute, else gen_ai.response.model (V0 spans), else
+	// empty: V1 spans carry no model, and the caller fills it from the metrics.
+	Model string
+	// Instance is the configured instance attribute (span, then resource), else host.name with
+	// the server port when one is set, else empty.
+	Instance string
+	// RequestID is vLLM's gen_ai.request.id (chatcmpl-..., cmpl-...).
+	RequestID string
+
+	PromptTokens, OutputTokens, CachedTokens int64
+
+	// Stage latencies in seconds, NaN when the span lacks them (see Present). TTFT and E2E run
+	// on the front-end clock from arrival; Queue, Prefill, Decode and Inference on the engine
+	// clock, so E2E is about, not exactly, Queue+Prefill+Decode.
+	Queue, Prefill, Decode, Inference, TTFT, E2E float64
+	// V0 engine spans lack Prefill, Decode and Inference and carry these instead (seconds, NaN
+	// when absent): time in the scheduler, in the model's forward pass, in model execution.
+	Scheduler, Forward, Execute float64
+
+	// FinishReason is gen_ai.response.finish_reasons joined by commas, when set.
+	FinishReason string
+	// Sampling parameters, set only when the request set them (see Present).
+	Temperature, TopP float64
+	MaxTokens         int64
+
+	// Present says which optional values the span carried.
+	Present Fields
+}
+
+// latencyFields are the V1 stage attributes every current vLLM span has.
+var latencyFields = []Field{FieldQueue, FieldPrefill, FieldDecode, FieldInference, FieldTTFT, FieldE2E}
+
+// IsV0 reports whether the span came from vLLM's V0 engine: it has the V0 timing attributes
+// and no prefill/decode split.
+func (r *Request) IsV0() bool {
+	v0 := r.Present.Has(FieldScheduler) || r.Present.Has(FieldForward) || r.Present.Has(FieldExecute)
+	return v0 && !r.Present.Has(FieldPrefill) && !r.Present.Has(FieldDecode)
+}
+
+// Missing names the latency values the span lacks, among those its engine generation sets
+// (V0 spans never have prefill, decode and inference, so those are not reported for them).
+// A non-empty answer deserves a notice: the request is shown with what it has.
+func (r *Request) Missing() []string {
+	var out []string
+	v0 := r.IsV0()
+	for _, f := range latencyFields {
+		if v0 && (f == FieldPrefill || f == FieldDecode || f == FieldInference) {
+			continue
+		}
+		if !r.Present.Has(f) {
+			out = append(out, fieldNames[f])
+		}
+	}
+	return out
+}
+
+// Options configure how spans are found and read; the zero value uses vLLM's defaults.
+type Options struct {
+	// ServiceName and SpanName identify vLLM spans (defaults "vllm" and "llm_request").
+	ServiceName, SpanName string
+	// InstanceAttribute is the span or resource attribute whose value equals the Prometheus
+	// instance label (default service.instance.id).
+	InstanceAttribute string
+	// ModelAttribute is the span or resource attribute holding the model (default
+	// gen_ai.response.model).
+	ModelAttribute string
+	// MaxBodyBytes bounds every answer read from the backend (default 32 MiB).
+	MaxBodyBytes int64
+	// MaxSpansPerTrace bounds the spans of one trace that are looked at (default 10000).
+	MaxSpansPerTrace int
+	// MaxLimit bounds Query.Limit (default 1000); DefaultLimit applies when it is 0 (100).
+	MaxLimit, DefaultLimit int
+}
+
+// Defaults of Options.
+const (
+	DefaultMaxBodyBytes     = 32 << 20
+	DefaultMaxSpansPerTrace = 10000
+	DefaultMaxLimit         = 1000
+	DefaultLimit            = 100
+)
+
+func (o Options) withDefaults() Options {
+	if o.ServiceName == "" {
+		o.ServiceName = vllm.DefaultServiceName
+	}
+	if o.SpanName == "" {
+		o.SpanName = vllm.DefaultSpanName
+	}
+	if o.InstanceAttribute == "" {
+		o.InstanceAttribute = vllm.DefaultInstanceAttr
+	}
+	if o.ModelAttribute == "" {
+		o.ModelAttribute = vllm.DefaultModelAttr
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.MaxSpansPerTrace <= 0 {
+		o.MaxSpansPerTrace = DefaultMaxSpansPerTrace
+	}
+	if o.MaxLimit <= 0 {
+		o.MaxLimit = DefaultMaxLimit
+	}
+	if o.DefaultLimit <= 0 {
+		o.DefaultLimit = min(DefaultLimit, o.MaxLimit)
+	}
+	return o
+}
+
+// Attributes that give the port of the serving process, for the host.name fallback of the
+// instance (the current semantic-convention name first).
+var portAttributes = []string{"server.port", "net.host.port"}
+
+// attrs looks attributes up in the span first, then in its resource.
+type attrs struct {
+	span, resource []*commonpb.KeyValue
+}
+
+func (a attrs) get(key string) *commonpb.AnyValue {
+	for _, kvs := range [][]*commonpb.KeyValue{a.span, a.resource} {
+		for _, kv := range kvs {
+			if kv.GetKey() == key {
+				return kv.GetValue()
+			}
+		}
+	}
+	return nil
+}
+
+func (a attrs) str(key string) string { return valueString(a.get(key)) }
+
+// float reads a number whatever its OTLP type: exporters write 1.0 as an int in some languages.
+func (a attrs) float(key string) (float64, bool) {
+	v := a.get(key)
+	switch x := v.GetValue().(type) {
+	case *commonpb.AnyValue_DoubleValue:
+		return x.DoubleValue, true
+	case *commonpb.AnyValue_IntValue:
+		return float64(x.IntValue), true
+	case *commonpb.AnyValue_StringValue:
+		f, err := strconv.ParseFloat(x.StringValue, 64)
+		return f, err == nil
+	}
+	return 0, false
+}
+
+func (a attrs) int(key string) (int64, bool) {
+	v := a.get(key)
+	switch x := v.GetValue().(type) {
+	case *commonpb.AnyValue_IntValue:
+		return x.IntValue, true
+	case *commonpb.AnyValue_DoubleValue:
+		if x.DoubleValue == math.Trunc(x.DoubleValue) && math.Abs(x.DoubleValue) < 1<<53 {
+			return int64(x.DoubleValue), true
+		}
+	case *commonpb.AnyValue_StringValue:
+		n, err := strconv.ParseInt(x.StringValue, 10, 64)
+		return n, err == nil
+	}
+	return 0, false
+}
+
+func valueString(v *commonpb.AnyValue) string {
+	switch x := v.GetValue().(type) {
+	case *commonpb.AnyValue_StringValue:
+		return x.StringValue
+	case *commonpb.AnyValue_IntValue:
+		return strconv.FormatInt(x.IntValue, 10)
+	case *commonpb.AnyValue_DoubleValue:
+		return strconv.FormatFloat(x.DoubleValue, 'g', -1, 64)
+	case *commonpb.AnyValue_BoolValue:
+		return strconv.FormatBool(x.BoolValue)
+	case *commonpb.AnyValue_ArrayValue:
+		parts := make([]string, 0, len(x.ArrayValue.GetValues()))
+		for _, e := range x.ArrayValue.GetValues() {
+			parts = append(parts, valueString(e))
+		}
+		return strings.Join(parts, ",")
+	}
+	return ""
+}
+
+// spanData is what both backends give about one span before its attributes are read.
+type spanData struct {
+	traceID, spanID string
+	start, end      time.Time
+	attrs           attrs
+}
+
+// newRequest reads a Request from a span's attributes.
+func (o Options) newRequest(s spanData) Request {
+	r := Request{
+		TraceID: s.traceID, SpanID: s.spanID, Start: s.start, End: s.end,
+		Service:   s.attrs.str(vllm.ResourceServiceName),
+		RequestID: s.attrs.str(vllm.AttrRequestID),
+	}
+	floats := []struct {
+		key string
+		f   Field
+		dst *float64
+	}{
+		{vllm.AttrQueue, FieldQueue, &r.Queue},
+		{vllm.AttrPrefill, FieldPrefill, &r.Prefill},
+		{vllm.AttrDecode, FieldDecode, &r.Decode},
+		{vllm.AttrInference, FieldInference, &r.Inference},
+		{vllm.AttrTTFT, FieldTTFT, &r.TTFT},
+		{vllm.AttrE2E, FieldE2E, &r.E2E},
+		{vllm.AttrTimeInScheduler, FieldScheduler, &r.Scheduler},
+		{vllm.AttrTimeInForward, FieldForward, &r.Forward},
+		{vllm.AttrTimeInExecute, FieldExecute, &r.Execute},
+	}
+	for _, fl := range floats {
+		*fl.dst = math.NaN()
+		if v, ok := s.attrs.float(fl.key); ok {
+			*fl.dst = v
+			r.Present.add(fl.f)
+		}
+	}
+	ints := []struct {
+		key string
+		f   Field
+		dst *int64
+	}{
+		{vllm.AttrPromptTokens, FieldPromptTokens, &r.PromptTokens},
+		{vllm.AttrOutputTokens, FieldOutputTokens, &r.OutputTokens},
+		{vllm.AttrCachedTokens, FieldCachedTokens, &r.CachedTokens},
+		{vllm.AttrMaxTokens, FieldMaxTokens, &r.MaxTokens},
+	}
+	for _, in := range ints {
+		if v, ok := s.attrs.int(in.key); ok {
+			*in.dst = v
+			r.Present.add(in.f)
+		}
+	}
+	if v, ok := s.attrs.float(vllm.AttrTemperature); ok {
+		r.Temperature = v
+		r.Present.add(FieldTemperature)
+	}
+	if v, ok := s.attrs.float(vllm.AttrTopP); ok {
+		r.TopP = v
+		r.Present.add(FieldTopP)
+	}
+	r.FinishReason = s.attrs.str(vllm.AttrFinishReason)
+	r.Model = s.attrs.str(o.ModelAttribute)
+	if r.Model == "" {
+		r.Model = s.attrs.str(vllm.AttrResponseModel)
+	}
+	r.Instance = o.instance(s.attrs)
+	return r
+}
+
+func (o Options) instance(a attrs) string {
+	if v := a.str(o.InstanceAttribute); v != "" {
+		return v
+	}
+	host := a.str(vllm.ResourceHostName)
+	if host == "" {
+		return ""
+	}
+	for _, k := range portAttributes {
+		if p := a.str(k); p != "" {
+			return host + ":" + p
+		}
+	}
+	return host
+}
