@@ -1,0 +1,76 @@
+package frames
+
+import (
+	"math"
+	"strings"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+
+	"github.com/seed/vllm-datasource/pkg/series"
+)
+
+// SignalInfo is how a signal is shown.
+type SignalInfo struct {
+	Label string
+	Unit  string
+}
+
+// Signals returns one time-series frame per signal and key, labelled with instance and
+// model_name, in the order the signals were asked for. Notices go on the first frame.
+func Signals(set *series.Set, wanted []series.Signal, info func(series.Signal) SignalInfo, executed string, notices []string) data.Frames {
+	var out data.Frames
+	for _, sig := range wanted {
+		si := info(sig)
+		for _, key := range set.Keys() {
+			s := set.Get(key, sig)
+			if s == nil {
+				continue
+			}
+			out = append(out, signalFrame(set.Grid, s, si))
+		}
+	}
+	if len(out) == 0 {
+		out = data.Frames{data.NewFrame("signals")}
+	}
+	meta := &data.FrameMeta{Type: data.FrameTypeTimeSeriesMulti, TypeVersion: data.FrameTypeVersion{0, 1}, ExecutedQueryString: executed}
+	for _, n := range notices {
+		meta.Notices = append(meta.Notices, data.Notice{Severity: data.NoticeSeverityWarning, Text: n})
+	}
+	out[0].Meta = meta
+	for _, f := range out[1:] {
+		f.Meta = &data.FrameMeta{Type: data.FrameTypeTimeSeriesMulti, TypeVersion: data.FrameTypeVersion{0, 1}}
+	}
+	return out
+}
+
+func signalFrame(g series.Grid, s *series.Series, si SignalInfo) *data.Frame {
+	times := make([]time.Time, 0, len(s.Values))
+	values := make([]*float64, 0, len(s.Values))
+	for i, v := range s.Values {
+		times = append(times, g.Time(i))
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			values = append(values, nil)
+			continue
+		}
+		values = append(values, &v)
+	}
+	value := data.NewField("value", KeyLabels(s.Key), values)
+	value.Config = &data.FieldConfig{DisplayNameFromDS: displayName(si.Label, s.Key), Unit: si.Unit}
+	return data.NewFrame(string(s.Signal), data.NewField("time", nil, times), value)
+}
+
+// KeyLabels are the labels of a key's series, named as Prometheus names them for vLLM.
+func KeyLabels(k series.Key) data.Labels {
+	return data.Labels{"instance": k.Instance, "model_name": k.Model}
+}
+
+func displayName(label string, k series.Key) string {
+	parts := []string{label}
+	for _, p := range []string{k.Instance, k.Model} {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, " · ")
+}

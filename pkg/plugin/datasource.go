@@ -1,0 +1,150 @@
+// Package plugin is the Grafana adapter of vLLM Diagnosis, and only that: it reads the data
+// source's settings, routes each query by its queryType to one handler, answers health checks
+// and serves the resource routes that editors and template variables call.
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"github.com/grafana/grafana-plugin-sdk-go/backend/httpclient"
+	"github.com/grafana/grafana-plugin-sdk-go/backend/instancemgmt"
+	"github.com/grafana/grafana-plugin-sdk-go/backend/log"
+	"github.com/grafana/grafana-plugin-sdk-go/backend/resource/httpadapter"
+	"github.com/grafana/grafana-plugin-sdk-go/experimental/concurrent"
+	promapi "github.com/prometheus/client_golang/api"
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+
+	"github.com/seed/vllm-datasource/pkg/signals"
+)
+
+// queryConcurrency bounds the queries of one request that run at once; each query fans out
+// its own Prometheus range queries.
+const queryConcurrency = 4
+
+// Datasource is one configured vLLM Diagnosis data source.
+type Datasource struct {
+	settings    Settings
+	settingsErr error
+	prom        *signals.Client
+	resources   backend.CallResourceHandler
+}
+
+var (
+	_ backend.QueryDataHandler      = (*Datasource)(nil)
+	_ backend.CheckHealthHandler    = (*Datasource)(nil)
+	_ backend.CallResourceHandler   = (*Datasource)(nil)
+	_ instancemgmt.InstanceDisposer = (*Datasource)(nil)
+)
+
+// NewDatasource is the instance factory Grafana calls for each data source configuration.
+// Invalid settings do not fail the instance: every query and the health check report them,
+// so the user sees what to fix.
+func NewDatasource(ctx context.Context, s backend.DataSourceInstanceSettings) (instancemgmt.Instance, error) {
+	ds := &Datasource{}
+	ds.resources = httpadapter.New(ds.routes())
+	settings, err := LoadSettings(s)
+	if err != nil {
+		ds.settingsErr = err
+		return ds, nil
+	}
+	ds.settings = settings
+	opts, err := s.HTTPClientOptions(ctx)
+	if err != nil {
+		ds.settingsErr = fmt.Errorf("the data source's HTTP settings are not valid: %w", err)
+		return ds, nil
+	}
+	client, err := httpclient.New(opts)
+	if err != nil {
+		ds.settingsErr = fmt.Errorf("cannot build an HTTP client from the data source's settings: %w", err)
+		return ds, nil
+	}
+	api, err := promapi.NewClient(promapi.Config{Address: settings.PrometheusURL, Client: client})
+	if err != nil {
+		ds.settingsErr = fmt.Errorf("the Prometheus URL %q is not usable: %w", settings.PrometheusURL, err)
+		return ds, nil
+	}
+	ds.prom = signals.NewClient(v1.NewAPI(api), settings.Labels, settings.ScrapeInterval, settings.LabelMatchers)
+	return ds, nil
+}
+
+// Dispose releases nothing: the HTTP clients are garbage collected with the instance.
+func (d *Datasource) Dispose() {}
+
+// handler answers one query of one type.
+type handler func(ctx context.Context, d *Datasource, q backend.DataQuery, query Query) backend.DataResponse
+
+// handlers maps each query type to its handler.
+var handlers = map[string]handler{
+	QueryTypeSignals: handleSignals,
+}
+
+// QueryData answers each query of a request on its own, concurrently; one query's failure or
+// panic becomes that query's error and never fails the batch.
+func (d *Datasource) QueryData(ctx context.Context, req *backend.QueryDataRequest) (*backend.QueryDataResponse, error) {
+	return concurrent.QueryData(ctx, req, func(ctx context.Context, cq concurrent.Query) (res backend.DataResponse) {
+		defer func() {
+			if r := recover(); r != nil {
+				log.DefaultLogger.FromContext(ctx).Error("query panicked", "refId", cq.DataQuery.RefID, "panic", r, "stack", string(debug.Stack()))
+				res = backend.ErrDataResponseWithSource(backend.StatusInternal, backend.ErrorSourcePlugin, fmt.Sprintf("internal error in the vLLM Diagnosis plugin while answering this query: %v", r))
+			}
+		}()
+		return d.query(ctx, cq.DataQuery)
+	}, queryConcurrency)
+}
+
+func (d *Datasource) query(ctx context.Context, q backend.DataQuery) backend.DataResponse {
+	if d.settingsErr != nil {
+		return backend.ErrDataResponseWithSource(backend.StatusBadRequest, backend.ErrorSourcePlugin, "data source settings: "+d.settingsErr.Error())
+	}
+	query, err := ParseQuery(q.JSON, q.QueryType)
+	if err != nil {
+		return badQuery(err)
+	}
+	h, ok := handlers[query.QueryType]
+	if !ok {
+		return badQuery(fmt.Errorf("unknown queryType %q: use one of signals, diagnosis, requests, explain, verdict", query.QueryType))
+	}
+	return h(ctx, d, q, query)
+}
+
+// badQuery is the answer to a query that cannot be run as written.
+func badQuery(err error) backend.DataResponse {
+	return backend.ErrDataResponseWithSource(backend.StatusBadRequest, backend.ErrorSourcePlugin, err.Error())
+}
+
+// errorResponse answers with an error whose source (plugin or downstream) the client edge set;
+// an error without one is the plugin's.
+func errorResponse(err error) backend.DataResponse {
+	status := backend.StatusBadRequest
+	source := backend.ErrorSourcePlugin
+	if backend.IsDownstreamError(err) {
+		status, source = backend.StatusBadGateway, backend.ErrorSourceDownstream
+		if errors.Is(err, context.DeadlineExceeded) {
+			status = backend.StatusTimeout
+		}
+	}
+	return backend.ErrDataResponseWithSource(status, source, err.Error())
+}
+
+// CallResource serves the routes that editors and template variables call.
+func (d *Datasource) CallResource(ctx context.Context, req *backend.CallResourceRequest, sender backend.CallResourceResponseSender) error {
+	return d.resources.CallResource(ctx, req, sender)
+}
+
+// step chooses the range-query step: Grafana's interval, but never finer than the scrape
+// interval (no new data in between) nor so fine that a series passes Prometheus's 11,000 points.
+func (d *Datasource) step(q backend.DataQuery) time.Duration {
+	step := q.Interval
+	if step < d.settings.ScrapeInterval {
+		step = d.settings.ScrapeInterval
+	}
+	if min := q.TimeRange.Duration() / 11000; step < min {
+		step = min
+	}
+	return step.Round(time.Second)
+}

@@ -1,0 +1,75 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+
+	"github.com/seed/vllm-datasource/pkg/vllm"
+)
+
+// CheckHealth says what the data source found: Prometheus reachable, which vLLM metric
+// generation it holds, how many instances and models, and the trace backend's state.
+func (d *Datasource) CheckHealth(ctx context.Context, _ *backend.CheckHealthRequest) (*backend.CheckHealthResult, error) {
+	if d.settingsErr != nil {
+		return &backend.CheckHealthResult{Status: backend.HealthStatusError, Message: "Settings: " + d.settingsErr.Error()}, nil
+	}
+	det, err := d.prom.Detect(ctx)
+	if err != nil {
+		return &backend.CheckHealthResult{Status: backend.HealthStatusError,
+			Message: fmt.Sprintf("Prometheus at %s: %v. Check the URL, the network path from Grafana, and the auth settings.", d.settings.PrometheusURL, err)}, nil
+	}
+	if det.Generation == vllm.GenerationNone {
+		return &backend.CheckHealthResult{Status: backend.HealthStatusError,
+			Message: fmt.Sprintf("Prometheus at %s is reachable but holds no vLLM metrics (vllm:*)%s. Check that it scrapes vLLM's /metrics endpoint and that vLLM does not run with --disable-log-stats (which turns its metrics off).", d.settings.PrometheusURL, matchersNote(d.settings.LabelMatchers))}, nil
+	}
+	end := time.Now()
+	start := end.Add(-24 * time.Hour)
+	instances, err := d.prom.Instances(ctx, "", start, end)
+	if err != nil {
+		return &backend.CheckHealthResult{Status: backend.HealthStatusError, Message: err.Error()}, nil
+	}
+	models, err := d.prom.Models(ctx, "", start, end)
+	if err != nil {
+		return &backend.CheckHealthResult{Status: backend.HealthStatusError, Message: err.Error()}, nil
+	}
+	msg := fmt.Sprintf("Prometheus reachable: %s metric names (%d vLLM series names), %d vLLM instance(s) and %d model(s) in the last 24 hours.",
+		generationName(det.Generation), det.Names(), len(instances), len(models))
+	status := backend.HealthStatusOk
+	if len(instances) == 0 {
+		msg += " No instance reported vllm:num_requests_running in the last 24 hours: the data is older, or scraping stopped."
+	}
+	if tr := d.tracesHealth(ctx); tr != "" {
+		msg += " " + tr
+	}
+	return &backend.CheckHealthResult{Status: status, Message: msg}, nil
+}
+
+func generationName(g vllm.Generation) string {
+	switch g {
+	case vllm.GenerationV0:
+		return "the old V0-engine"
+	case vllm.GenerationV1:
+		return "current (V1-engine)"
+	default:
+		return "a mix of V0 and V1"
+	}
+}
+
+func matchersNote(ms []string) string {
+	if len(ms) == 0 {
+		return ""
+	}
+	return " matching {" + strings.Join(ms, ", ") + "}"
+}
+
+// tracesHealth describes the trace backend; empty when none is configured.
+func (d *Datasource) tracesHealth(context.Context) string {
+	if d.settings.TracesBackend == TracesNone {
+		return "No trace backend configured: the requests and explain queries need Tempo or Jaeger."
+	}
+	return ""
+}

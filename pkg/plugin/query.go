@@ -1,0 +1,99 @@
+package plugin
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Query types: the queryType of a Grafana query.
+const (
+	QueryTypeSignals   = "signals"
+	QueryTypeDiagnosis = "diagnosis"
+	QueryTypeRequests  = "requests"
+	QueryTypeExplain   = "explain"
+	QueryTypeVerdict   = "verdict"
+)
+
+// Query is the query model that dashboards and alert rules persist (DESIGN §3): a contract,
+// so fields may be added but never renamed.
+type Query struct {
+	QueryType string `json:"queryType"`
+	Instance  string `json:"instance"`
+	Model     string `json:"model"`
+
+	Signals []string `json:"signals"`
+
+	Format string   `json:"format"`
+	Rules  []string `json:"rules"`
+
+	AnomalousOnly bool    `json:"anomalousOnly"`
+	MinTTFT       float64 `json:"minTtft"`
+	Limit         int     `json:"limit"`
+
+	TraceID string `json:"traceId"`
+
+	BaselineFrom  string   `json:"baselineFrom"`
+	BaselineTo    string   `json:"baselineTo"`
+	Optimisations []string `json:"optimisations"`
+
+	// Expr is the one-line text form that Grafana's trace-to-metrics links and correlations
+	// send: "explain <traceId>", "signals <name>,<name>", "diagnosis [<rule>,...]".
+	Expr string `json:"expr"`
+}
+
+// ParseQuery reads a query's JSON; the query type of the request wins over the JSON's.
+func ParseQuery(raw json.RawMessage, queryType string) (Query, error) {
+	var q Query
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &q); err != nil {
+			return Query{}, fmt.Errorf("the query is not valid JSON for this data source: %v", err)
+		}
+	}
+	if queryType != "" {
+		q.QueryType = queryType
+	}
+	if q.QueryType == "" && strings.TrimSpace(q.Expr) != "" {
+		if err := q.parseExpr(); err != nil {
+			return Query{}, err
+		}
+	}
+	if q.QueryType == "" {
+		q.QueryType = QueryTypeSignals
+	}
+	return q, nil
+}
+
+var exprForm = regexp.MustCompile(`^\s*(\w+)\s*(.*?)\s*$`)
+
+func (q *Query) parseExpr() error {
+	m := exprForm.FindStringSubmatch(q.Expr)
+	if m == nil {
+		return fmt.Errorf("expr %q is not one of: explain <traceId>; signals <name>,<name>; diagnosis [<rule>,...]", q.Expr)
+	}
+	arg := m[2]
+	switch m[1] {
+	case QueryTypeExplain:
+		if arg == "" {
+			return fmt.Errorf("expr %q names no trace id: write explain <traceId>", q.Expr)
+		}
+		q.TraceID = arg
+	case QueryTypeSignals:
+		q.Signals = splitList(arg)
+	case QueryTypeDiagnosis:
+		q.Rules = splitList(arg)
+	default:
+		return fmt.Errorf("expr %q starts with %q; the text form knows explain, signals and diagnosis", q.Expr, m[1])
+	}
+	q.QueryType = m[1]
+	return nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
+		out = append(out, p)
+	}
+	return out
+}

@@ -1,0 +1,129 @@
+package plugin
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+
+	"github.com/seed/vllm-datasource/pkg/signals"
+	"github.com/seed/vllm-datasource/pkg/vllm"
+)
+
+// Trace backends a data source can read.
+const (
+	TracesNone   = "none"
+	TracesTempo  = "tempo"
+	TracesJaeger = "jaeger"
+)
+
+// jsonData is the data source's jsonData; its names are a contract with provisioning files.
+type jsonData struct {
+	TracesBackend         string          `json:"tracesBackend"`
+	TracesURL             string          `json:"tracesUrl"`
+	TracesBasicAuthUser   string          `json:"tracesBasicAuthUser"`
+	TracesDatasourceUID   string          `json:"tracesDatasourceUid"`
+	ScrapeInterval        string          `json:"scrapeInterval"`
+	LabelMatchers         string          `json:"labelMatchers"`
+	InstanceLabel         string          `json:"instanceLabel"`
+	ModelLabel            string          `json:"modelLabel"`
+	ServiceName           string          `json:"serviceName"`
+	SpanName              string          `json:"spanName"`
+	SpanInstanceAttribute string          `json:"spanInstanceAttribute"`
+	SpanModelAttribute    string          `json:"spanModelAttribute"`
+	Thresholds            json.RawMessage `json:"thresholds"`
+}
+
+// Settings are a data source's validated settings.
+type Settings struct {
+	PrometheusURL         string
+	TracesBackend         string
+	TracesURL             string
+	TracesBasicAuthUser   string
+	TracesDatasourceUID   string
+	ScrapeInterval        time.Duration
+	LabelMatchers         []string
+	Labels                signals.Labels
+	ServiceName           string
+	SpanName              string
+	SpanInstanceAttribute string
+	SpanModelAttribute    string
+	Thresholds            json.RawMessage
+
+	tracesBasicAuthPassword string
+	tracesBearerToken       string
+}
+
+// LoadSettings reads and validates a data source's settings; the error says which setting is
+// wrong and how to fix it.
+func LoadSettings(s backend.DataSourceInstanceSettings) (Settings, error) {
+	var j jsonData
+	if len(s.JSONData) > 0 {
+		if err := json.Unmarshal(s.JSONData, &j); err != nil {
+			return Settings{}, fmt.Errorf("the data source's jsonData is not valid: %w", err)
+		}
+	}
+	out := Settings{
+		PrometheusURL:           strings.TrimRight(s.URL, "/"),
+		TracesBackend:           orDefault(j.TracesBackend, TracesNone),
+		TracesURL:               strings.TrimRight(j.TracesURL, "/"),
+		TracesBasicAuthUser:     j.TracesBasicAuthUser,
+		TracesDatasourceUID:     j.TracesDatasourceUID,
+		Labels:                  signals.Labels{Instance: orDefault(j.InstanceLabel, "instance"), Model: orDefault(j.ModelLabel, vllm.LabelModelName)},
+		ServiceName:             orDefault(j.ServiceName, vllm.DefaultServiceName),
+		SpanName:                orDefault(j.SpanName, vllm.DefaultSpanName),
+		SpanInstanceAttribute:   orDefault(j.SpanInstanceAttribute, vllm.DefaultInstanceAttr),
+		SpanModelAttribute:      orDefault(j.SpanModelAttribute, vllm.DefaultModelAttr),
+		Thresholds:              j.Thresholds,
+		tracesBasicAuthPassword: s.DecryptedSecureJSONData["tracesBasicAuthPassword"],
+		tracesBearerToken:       s.DecryptedSecureJSONData["tracesBearerToken"],
+	}
+	if err := checkURL("Prometheus URL (the data source URL)", out.PrometheusURL); err != nil {
+		return Settings{}, err
+	}
+	switch out.TracesBackend {
+	case TracesNone:
+	case TracesTempo, TracesJaeger:
+		if err := checkURL("traces URL (tracesUrl)", out.TracesURL); err != nil {
+			return Settings{}, err
+		}
+	default:
+		return Settings{}, fmt.Errorf("tracesBackend %q is not one of tempo, jaeger or none", out.TracesBackend)
+	}
+	scrape := orDefault(j.ScrapeInterval, "15s")
+	d, err := time.ParseDuration(scrape)
+	if err != nil || d <= 0 {
+		return Settings{}, fmt.Errorf("scrapeInterval %q is not a positive duration such as 15s or 1m", scrape)
+	}
+	out.ScrapeInterval = d
+	if out.LabelMatchers, err = signals.ParseMatchers(j.LabelMatchers); err != nil {
+		return Settings{}, err
+	}
+	for name, v := range map[string]string{"instanceLabel": out.Labels.Instance, "modelLabel": out.Labels.Model} {
+		if !signals.ValidLabelName(v) {
+			return Settings{}, fmt.Errorf("%s %q is not a valid Prometheus label name", name, v)
+		}
+	}
+	return out, nil
+}
+
+func checkURL(what, raw string) error {
+	if raw == "" {
+		return fmt.Errorf("the %s is empty: set it to the server's base URL, such as http://prometheus:9090", what)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("the %s %q is not an http or https URL", what, raw)
+	}
+	return nil
+}
+
+func orDefault(v, def string) string {
+	if strings.TrimSpace(v) == "" {
+		return def
+	}
+	return strings.TrimSpace(v)
+}

@@ -1,0 +1,191 @@
+// Package signals turns named, version-independent vLLM signals into PromQL for the metric
+// names a Prometheus actually holds, runs the range queries in parallel (each distinct query
+// once), and aligns the results into a series.Set.
+package signals
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/seed/vllm-datasource/pkg/series"
+	"github.com/seed/vllm-datasource/pkg/vllm"
+)
+
+// Def describes one signal: how it is shown, and how it is computed from each generation's
+// metric names.
+type Def struct {
+	Name        series.Signal `json:"name"`
+	Label       string        `json:"label"`
+	Unit        string        `json:"unit"`
+	Group       string        `json:"group"`
+	Description string        `json:"description"`
+	// alts are the ways to compute it, newest metric names first; every one whose metrics
+	// exist is used, joined with "or", so a fleet that mixes vLLM versions is covered.
+	alts []alt
+	// quantileOf names the histogram family of a quantile signal, for its bucket bounds.
+	quantileOf []string
+	// derive computes a signal from others on our side instead of in PromQL.
+	derive *derivation
+}
+
+// alt is one way to compute a signal: the metric families it needs and its PromQL.
+type alt struct {
+	needs []string
+	expr  func(b builder) string
+}
+
+type derivation struct {
+	num, den series.Signal
+}
+
+// Groups, in the order editors show them.
+const (
+	groupLatency    = "Latency"
+	groupStages     = "Request stages"
+	groupCache      = "KV and prefix cache"
+	groupScheduler  = "Scheduler"
+	groupSpec       = "Speculative decoding"
+	groupThroughput = "Throughput"
+)
+
+func quantile(name series.Signal, label string, q float64, group, desc string, families ...string) Def {
+	d := Def{Name: name, Label: label, Unit: "s", Group: group, Description: desc, quantileOf: families}
+	for _, f := range families {
+		d.alts = append(d.alts, alt{needs: []string{f}, expr: func(b builder) string {
+			return fmt.Sprintf("histogram_quantile(%g, sum by (le, %s) (rate(%s[%s])))", q, b.by(), b.sel(f+"_bucket"), b.window)
+		}})
+	}
+	return d
+}
+
+func mean(name series.Signal, label, unit, group, desc string, families ...string) Def {
+	d := Def{Name: name, Label: label, Unit: unit, Group: group, Description: desc}
+	for _, f := range families {
+		d.alts = append(d.alts, alt{needs: []string{f}, expr: func(b builder) string {
+			return fmt.Sprintf("%s / %s", b.sumRate(f+"_sum"), b.sumRate(f+"_count"))
+		}})
+	}
+	return d
+}
+
+func counterRatio(name series.Signal, label, group, desc string, pairs ...[2]string) Def {
+	d := Def{Name: name, Label: label, Unit: "percentunit", Group: group, Description: desc}
+	for _, p := range pairs {
+		d.alts = append(d.alts, alt{needs: p[:], expr: func(b builder) string {
+			return fmt.Sprintf("%s / %s", b.sumRate(p[0]), b.sumRate(p[1]))
+		}})
+	}
+	return d
+}
+
+func gauge(agg string, metric string) alt {
+	return alt{needs: []string{metric}, expr: func(b builder) string {
+		return fmt.Sprintf("%s by (%s) (%s)", agg, b.by(), b.sel(metric))
+	}}
+}
+
+func rateOf(metric string, extra ...string) alt {
+	return alt{needs: []string{metric}, expr: func(b builder) string { return b.sumRate(metric, extra...) }}
+}
+
+// Catalog lists every signal, in the order editors show them.
+var Catalog = []Def{
+	quantile(series.TTFTP50, "TTFT p50", 0.5, groupLatency, "Median time to first token: arrival to first token, queue and prefill included.", vllm.TimeToFirstToken),
+	quantile(series.TTFTP90, "TTFT p90", 0.9, groupLatency, "90th percentile time to first token.", vllm.TimeToFirstToken),
+	quantile(series.TTFTP99, "TTFT p99", 0.99, groupLatency, "99th percentile time to first token.", vllm.TimeToFirstToken),
+	{Name: series.TTFTRatio, Label: "TTFT p99/p50", Unit: "none", Group: groupLatency,
+		Description: "TTFT p99 over p50: far above 2 means long prefills block other requests. Computed from the two quantiles, with their bucket intervals.",
+		derive:      &derivation{num: series.TTFTP99, den: series.TTFTP50}},
+	quantile(series.ITLP50, "Inter-token latency p50", 0.5, groupLatency, "Median time between consecutive outputs of a request.", vllm.InterTokenLatency, vllm.TimePerOutputToken),
+	quantile(series.ITLP99, "Inter-token latency p99", 0.99, groupLatency, "99th percentile time between consecutive outputs.", vllm.InterTokenLatency, vllm.TimePerOutputToken),
+	quantile(series.TPOTP50, "Time per output token p50", 0.5, groupLatency, "Median of each request's mean decode time per output token.", vllm.RequestTimePerToken, vllm.TimePerOutputToken),
+	quantile(series.TPOTP99, "Time per output token p99", 0.99, groupLatency, "99th percentile of each request's mean decode time per output token.", vllm.RequestTimePerToken, vllm.TimePerOutputToken),
+	mean(series.TPOTMean, "Time per output token (mean)", "s", groupLatency, "Mean decode time per output token.", vllm.RequestTimePerToken, vllm.TimePerOutputToken),
+	quantile(series.E2EP50, "End-to-end p50", 0.5, groupLatency, "Median request latency, arrival to finish.", vllm.E2ELatency),
+	quantile(series.E2EP99, "End-to-end p99", 0.99, groupLatency, "99th percentile request latency.", vllm.E2ELatency),
+	mean(series.QueueTimeMean, "Queue time (mean)", "s", groupStages, "Mean time from first queued to first scheduled.", vllm.QueueTime, vllm.TimeInQueueRequests),
+	mean(series.PrefillTimeMean, "Prefill time (mean)", "s", groupStages, "Mean time from first scheduled to first token (preemptions included).", vllm.PrefillTime),
+	mean(series.DecodeTimeMean, "Decode time (mean)", "s", groupStages, "Mean time from first token to last token (preemptions included).", vllm.DecodeTime),
+	{Name: series.PrefixCacheHitRate, Label: "Prefix cache hit rate", Unit: "percentunit", Group: groupCache,
+		Description: "Prompt tokens found in the prefix cache over tokens looked up.",
+		alts: append(counterRatio("", "", "", "",
+			[2]string{vllm.PrefixCacheHits, vllm.PrefixCacheQueries},
+			[2]string{vllm.GPUPrefixCacheHits, vllm.GPUPrefixCacheQueries}).alts, gauge("max", vllm.GPUPrefixCacheHitRate))},
+	{Name: series.KVUsage, Label: "KV cache usage", Unit: "percentunit", Group: groupCache,
+		Description: "Fraction of KV-cache blocks in use; the busiest data-parallel engine counts.",
+		alts:        []alt{gauge("max", vllm.KVCacheUsage), gauge("max", vllm.GPUCacheUsage)}},
+	{Name: series.PreemptionRate, Label: "Preemptions", Unit: "ops", Group: groupCache,
+		Description: "Preemptions per second: requests evicted from the KV cache and recomputed later.",
+		alts:        []alt{rateOf(vllm.Preemptions)}},
+	{Name: series.Running, Label: "Running", Unit: "short", Group: groupScheduler, Description: "Requests in the running batch.", alts: []alt{gauge("sum", vllm.RequestsRunning)}},
+	{Name: series.Waiting, Label: "Waiting", Unit: "short", Group: groupScheduler, Description: "Requests in the waiting queue.", alts: []alt{gauge("sum", vllm.RequestsWaiting)}},
+	{Name: series.WaitingRatio, Label: "Waiting share", Unit: "percentunit", Group: groupScheduler,
+		Description: "waiting / (running + waiting).",
+		alts: []alt{{needs: []string{vllm.RequestsWaiting, vllm.RequestsRunning}, expr: func(b builder) string {
+			w, r := fmt.Sprintf("sum by (%s) (%s)", b.by(), b.sel(vllm.RequestsWaiting)), fmt.Sprintf("sum by (%s) (%s)", b.by(), b.sel(vllm.RequestsRunning))
+			return fmt.Sprintf("%s / (%s + %s)", w, r, w)
+		}}}},
+	{Name: series.WaitingCapacity, Label: "Waiting for capacity", Unit: "short", Group: groupScheduler,
+		Description: "Waiting requests that found no room to be scheduled (vLLM 0.20+); the rest are deferred.",
+		alts: []alt{{needs: []string{vllm.RequestsWaitingByReason}, expr: func(b builder) string {
+			return fmt.Sprintf("sum by (%s) (%s)", b.by(), b.sel(vllm.RequestsWaitingByReason, `reason="capacity"`))
+		}}}},
+	counterRatio(series.SpecAcceptanceRate, "Draft acceptance rate", groupSpec,
+		"Accepted draft tokens over proposed draft tokens (only with speculative decoding on).",
+		[2]string{vllm.SpecAcceptedTokens, vllm.SpecDraftTokens}),
+	{Name: series.SpecAcceptanceLength, Label: "Mean acceptance length", Unit: "none", Group: groupSpec,
+		Description: "1 + accepted tokens per draft: tokens gained per speculative step.",
+		alts: []alt{{needs: []string{vllm.SpecAcceptedTokens, vllm.SpecDrafts}, expr: func(b builder) string {
+			return fmt.Sprintf("1 + %s / %s", b.sumRate(vllm.SpecAcceptedTokens), b.sumRate(vllm.SpecDrafts))
+		}}}},
+	{Name: series.RequestRate, Label: "Finished requests", Unit: "reqps", Group: groupThroughput,
+		Description: "Finished requests per second, whatever the reason.", alts: []alt{rateOf(vllm.RequestSuccess)}},
+	{Name: series.AbortRatio, Label: "Aborted share", Unit: "percentunit", Group: groupThroughput,
+		Description: "Aborted requests (client gone, timeout) over all finished requests.",
+		alts: []alt{{needs: []string{vllm.RequestSuccess}, expr: func(b builder) string {
+			return fmt.Sprintf("(%s or %s) / %s", b.sumRate(vllm.RequestSuccess, `finished_reason="abort"`),
+				fmt.Sprintf("0 * %s", b.sumRate(vllm.RequestSuccess)), b.sumRate(vllm.RequestSuccess))
+		}}}},
+	{Name: series.PromptTPS, Label: "Prompt tokens/s", Unit: "short", Group: groupThroughput, Description: "Prefill tokens processed per second.", alts: []alt{rateOf(vllm.PromptTokens)}},
+	{Name: series.GenerationTPS, Label: "Generated tokens/s", Unit: "short", Group: groupThroughput, Description: "Output tokens per second.", alts: []alt{rateOf(vllm.GenerationTokens)}},
+	{Name: series.RequestCount, Label: "Requests in window", Unit: "short", Group: groupThroughput,
+		Description: "Requests that got a first token within the rate window: how much data each quantile rests on.",
+		alts: []alt{{needs: []string{vllm.TimeToFirstToken}, expr: func(b builder) string {
+			return fmt.Sprintf("sum by (%s) (increase(%s[%s]))", b.by(), b.sel(vllm.TimeToFirstToken+"_count"), b.window)
+		}}}},
+	mean(series.PromptLengthMean, "Prompt length (mean)", "short", groupThroughput, "Mean prompt tokens per request.", vllm.RequestPromptTokens),
+	mean(series.OutputLengthMean, "Output length (mean)", "short", groupThroughput, "Mean output tokens per request.", vllm.RequestGenerationTokens),
+}
+
+var byName = func() map[series.Signal]*Def {
+	m := make(map[series.Signal]*Def, len(Catalog))
+	for i := range Catalog {
+		m[Catalog[i].Name] = &Catalog[i]
+	}
+	return m
+}()
+
+// Lookup returns a signal's definition.
+func Lookup(name series.Signal) (*Def, bool) {
+	d, ok := byName[name]
+	return d, ok
+}
+
+// Names returns every signal name, sorted.
+func Names() []string {
+	out := make([]string, 0, len(Catalog))
+	for _, d := range Catalog {
+		out = append(out, string(d.Name))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// needs lists every metric family the signal could use, for notices.
+func (d *Def) needs() []string {
+	var out []string
+	for _, a := range d.alts {
+		out = append(out, a.needs...)
+	}
+	return out
+}
