@@ -1,0 +1,230 @@
+package traces
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// tempoFixtureFrom starts a range that covers the recorded Tempo requests.
+var tempoFixtureFrom = time.Date(2026, 11, 29, 8, 50, 0, 0, time.UTC)
+
+func tempoQuery() Query {
+	return Query{From: tempoFixtureFrom, To: tempoFixtureFrom.Add(20 * time.Minute)}
+}
+
+func newTestTempo(t *testing.T, routes map[string]route, opts Options) (*Tempo, *replay) {
+	t.Helper()
+	r := newReplay(t, routes)
+	tp, err := NewTempo(r.Client(), r.URL, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tp, r
+}
+
+func TestTempoSearchReturnsRequestsAsSent(t *testing.T) {
+	tp, _ := newTestTempo(t, map[string]route{"/api/search": {200, "tempo_api_search_traceql_select.json"}}, Options{})
+	reqs, info, err := tp.Search(context.Background(), tempoQuery())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reqs) != 3 || info.Traces != 3 {
+		t.Fatalf("got %d requests of %d traces, want the fixture's 3", len(reqs), info.Traces)
+	}
+	sent := loadSent(t, "tempo_sent_spans.json")
+	for _, r := range reqs {
+		checkSent(t, r, sent)
+		if r.Service != "vllm" || r.Model != "facebook/opt-125m" {
+			t.Errorf("%s: service %q model %q", r.RequestID, r.Service, r.Model)
+		}
+	}
+	if !slices.IsSortedFunc(reqs, func(a, b Request) int { return b.Start.Compare(a.Start) }) {
+		t.Error("requests are not newest first")
+	}
+}
+
+func TestTempoSearchPadsTraceIDsWithoutLeadingZeros(t *testing.T) {
+	tp, _ := newTestTempo(t, map[string]route{"/api/search": {200, "tempo_api_search_traceql_leading_zero_trace_ids.json"}}, Options{})
+	q := tempoQuery()
+	q.To = q.From.Add(time.Hour)
+	reqs, info, err := tp.Search(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := loadSent(t, "tempo_sent_spans.json")
+	if len(reqs) != 2 {
+		t.Fatalf("got %d requests, want 2", len(reqs))
+	}
+	for _, r := range reqs {
+		if want := sent[r.RequestID].TraceID; r.TraceID != want {
+			t.Errorf("%s: trace id %s, sent %s", r.RequestID, r.TraceID, want)
+		}
+	}
+	// These spans carry only their request id: shown, and counted for a notice.
+	if info.Incomplete != 2 || len(reqs[0].Missing()) != 6 {
+		t.Errorf("Incomplete = %d, Missing = %v; want both requests reported incomplete", info.Incomplete, reqs[0].Missing())
+	}
+}
+
+func TestTempoSearchKeepsOnlyRequestsStartedInRange(t *testing.T) {
+	tp, _ := newTestTempo(t, map[string]route{"/api/search": {200, "tempo_api_search_traceql_select.json"}}, Options{})
+	sent := loadSent(t, "tempo_sent_spans.json")
+	q := Query{From: mustTime(t, sent["cmpl-0003"].Start), To: mustTime(t, sent["cmpl-0004"].Start)}
+	reqs, _, err := tp.Search(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range reqs {
+		ids = append(ids, r.RequestID)
+	}
+	if want := []string{"cmpl-0004", "cmpl-0003"}; !slices.Equal(ids, want) {
+		t.Errorf("requests %v, want %v", ids, want)
+	}
+}
+
+func TestTempoSearchKeepsTheNewestWithinTheLimit(t *testing.T) {
+	tp, _ := newTestTempo(t, map[string]route{"/api/search": {200, "tempo_api_search_traceql_select.json"}}, Options{})
+	q := tempoQuery()
+	q.Limit = 2
+	reqs, info, err := tp.Search(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reqs) != 2 || reqs[0].RequestID != "cmpl-0005" || reqs[1].RequestID != "cmpl-0004" || !info.Truncated {
+		t.Errorf("got %d requests (%v), truncated %v; want cmpl-0005 and cmpl-0004, truncated", len(reqs), reqs, info.Truncated)
+	}
+}
+
+func TestTempoSearchSendsTypedEscapedTraceQL(t *testing.T) {
+	tests := []struct {
+		name    string
+		q       Query
+		opts    Options
+		want    []string
+		notWant []string
+	}{
+		{"TTFT threshold as a float", Query{MinTTFT: 1}, Options{},
+			[]string{"span.gen_ai.latency.time_to_first_token >= 1.0 }"}, []string{">= 1 "}},
+		{"fractional TTFT", Query{MinTTFT: 0.25}, Options{}, []string{">= 0.25 }"}, nil},
+		{"no TTFT condition without a minimum", Query{}, Options{}, nil, []string{"time_to_first_token >="}},
+		{"service and span names escaped", Query{Service: `a"b\c`, SpanName: "x\ny"}, Options{},
+			[]string{`resource.service.name = "a\"b\\c"`, `name = "x\ny"`}, nil},
+		{"configured attributes selected", Query{}, Options{InstanceAttribute: "k8s.pod.name", ModelAttribute: "my model"},
+			[]string{"span.k8s.pod.name", "resource.k8s.pod.name", `span."my model"`}, nil},
+		{"newest traces first", Query{}, Options{}, []string{"| select(", ") with(most_recent=true)"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tp, rp := newTestTempo(t, map[string]route{"/api/search": {200, "tempo_api_search_traceql_ttft_gt_int_1_empty.json"}}, tt.opts)
+			q := tt.q
+			q.From, q.To = tempoQuery().From, tempoQuery().To
+			if _, _, err := tp.Search(context.Background(), q); err != nil {
+				t.Fatal(err)
+			}
+			sent := rp.requests()[0].URL.Query().Get("q")
+			for _, w := range tt.want {
+				if !strings.Contains(sent, w) {
+					t.Errorf("TraceQL %s\nlacks %s", sent, w)
+				}
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(sent, w) {
+					t.Errorf("TraceQL %s\nhas %s", sent, w)
+				}
+			}
+		})
+	}
+}
+
+func TestTempoSearchSendsRangeInSecondsAndBounds(t *testing.T) {
+	tp, rp := newTestTempo(t, map[string]route{"/api/search": {200, "tempo_api_search_traceql_ttft_gt_int_1_empty.json"}}, Options{MaxLimit: 500})
+	q := Query{From: time.Unix(1795942700, 0), To: time.Unix(1795942800, 500), Limit: 9999}
+	if _, _, err := tp.Search(context.Background(), q); err != nil {
+		t.Fatal(err)
+	}
+	got := rp.requests()[0].URL.Query()
+	want := map[string]string{"start": "1795942700", "end": "1795942801", "limit": "500", "spss": "100"}
+	for k, v := range want {
+		if got.Get(k) != v {
+			t.Errorf("%s = %q, want %q", k, got.Get(k), v)
+		}
+	}
+}
+
+func TestTempoSearchWithNoMatchIsEmpty(t *testing.T) {
+	tp, _ := newTestTempo(t, map[string]route{"/api/search": {200, "tempo_api_search_traceql_ttft_gt_int_1_empty.json"}}, Options{})
+	reqs, info, err := tp.Search(context.Background(), tempoQuery())
+	if err != nil || len(reqs) != 0 || info.Truncated {
+		t.Errorf("got %v, %+v, %v; want nothing and no error", reqs, info, err)
+	}
+}
+
+func TestTempoSearchRejectedTraceQLIsDownstream(t *testing.T) {
+	tp, _ := newTestTempo(t, map[string]route{"/api/search": {400, "tempo_api_search_error_400_bad_traceql.txt"}}, Options{})
+	_, _, err := tp.Search(context.Background(), tempoQuery())
+	var d *DownstreamError
+	if !errors.As(err, &d) || d.Status != http.StatusBadRequest || !strings.Contains(err.Error(), "invalid TraceQL query: parse error") {
+		t.Errorf("err = %v; want a downstream 400 quoting Tempo", err)
+	}
+}
+
+func TestTempoGetReadsEveryStage(t *testing.T) {
+	sent := loadSent(t, "tempo_sent_spans.json")
+	id := sent["cmpl-0005"].TraceID
+	tp, _ := newTestTempo(t, map[string]route{"/api/v2/traces/" + id: {200, "tempo_api_v2_traces_by_id.json"}}, Options{})
+	r, err := tp.Get(context.Background(), strings.ToUpper(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.RequestID != "cmpl-0005" {
+		t.Fatalf("got request %q, want the vLLM span cmpl-0005 (not the gateway's)", r.RequestID)
+	}
+	checkSent(t, r, sent)
+	checkStages(t, r)
+	if r.Temperature != 0.7 || r.TopP != 0.95 || r.MaxTokens != 256 || r.Model != "facebook/opt-125m" || len(r.Missing()) != 0 {
+		t.Errorf("request = %+v", r)
+	}
+}
+
+func TestTempoGetErrors(t *testing.T) {
+	const id = "0123456789abcdef0123456789abcdef"
+	tests := []struct {
+		name    string
+		id      string
+		route   route
+		want    error
+		request bool
+	}{
+		{"unknown id answered with an empty trace", id, route{200, "tempo_api_v2_traces_by_id_not_found.json"}, ErrNotFound, true},
+		{"id rejected by Tempo", id, route{400, "tempo_api_traces_by_id_error_400.txt"}, ErrInvalidTraceID, true},
+		{"trace without a vLLM span", id, route{200, "tempo_api_v2_traces_by_id_gateway_only.json"}, ErrNotVLLM, true},
+		{"id not hex: nothing sent", "not-a-trace-id", route{}, ErrInvalidTraceID, false},
+		{"id too long: nothing sent", id + "0", route{}, ErrInvalidTraceID, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tp, rp := newTestTempo(t, map[string]route{"/api/v2/traces/" + id: tt.route}, Options{})
+			_, err := tp.Get(context.Background(), tt.id)
+			if !errors.Is(err, tt.want) || IsDownstream(err) {
+				t.Errorf("err = %v, want %v and not downstream", err, tt.want)
+			}
+			if sent := len(rp.requests()) > 0; sent != tt.request {
+				t.Errorf("request sent = %v, want %v", sent, tt.request)
+			}
+		})
+	}
+}
+
+func TestTempoCheckSaysWhenNoVLLMSpans(t *testing.T) {
+	tp, _ := newTestTempo(t, map[string]route{"/api/search": {200, "tempo_api_search_traceql_ttft_gt_int_1_empty.json"}}, Options{})
+	h, err := tp.Check(context.Background())
+	if err != nil || h.VLLMSpans || !strings.Contains(h.Message, "no span \"llm_request\" of service \"vllm\"") {
+		t.Errorf("Check = %+v, %v", h, err)
+	}
+}
