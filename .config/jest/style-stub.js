@@ -1,0 +1,2 @@
+// Stands in for stylesheet and image imports, which jsdom cannot load.
+module.exports = {};

@@ -1,0 +1,370 @@
+import { type QueryEditorProps, type SelectableValue } from '@grafana/data';
+import { InlineField, InlineFieldRow, InlineSwitch, MultiSelect, RadioButtonGroup, Select, Text } from '@grafana/ui';
+import { useCallback } from 'react';
+
+import { type DataSource } from '../datasource';
+import { structuredQuery } from '../expr';
+import { selectors } from '../selectors';
+import {
+  DEFAULT_LIMIT,
+  DEFAULT_SIGNALS,
+  OPTIMISATIONS,
+  type DiagnosisFormat,
+  type Optimisation,
+  type QueryType,
+  type SignalInfo,
+  type VllmDataSourceOptions,
+  type VllmQuery,
+} from '../types';
+import { parseNumber, validateTime, validateTraceId } from '../validation';
+import { ResourceNotice } from './ResourceNotice';
+import { useResource } from './useResource';
+import { ValidatedInput } from './ValidatedInput';
+
+type Props = QueryEditorProps<DataSource, VllmQuery, VllmDataSourceOptions>;
+
+const LABEL_WIDTH = 16;
+const ids = selectors.queryEditor;
+
+const QUERY_TYPE_OPTIONS: Array<SelectableValue<QueryType>> = [
+  { label: 'Signals', value: 'signals', description: 'Time series of named vLLM signals' },
+  { label: 'Diagnosis', value: 'diagnosis', description: 'Findings of the symptom-to-cause rules' },
+  { label: 'Requests', value: 'requests', description: 'vLLM request spans with the metric state of their moment' },
+  { label: 'Explain', value: 'explain', description: 'One request, explained' },
+  { label: 'Verdict', value: 'verdict', description: 'Did each optimisation work, against a baseline' },
+];
+
+const FORMAT_OPTIONS: Array<SelectableValue<DiagnosisFormat>> = [
+  { label: 'Findings', value: 'findings' },
+  { label: 'Timeline', value: 'timeline' },
+  { label: 'Alert', value: 'alert', description: 'One 0/1 series per rule and instance, for alert rules' },
+];
+
+const OPTIMISATION_LABELS: Record<Optimisation, string> = {
+  chunked_prefill: 'Chunked prefill',
+  prefix_caching: 'Prefix caching',
+  spec_decode: 'Speculative decoding',
+  fp8_kv_cache: 'FP8 KV cache',
+  concurrency: 'Concurrency',
+};
+
+const OPTIMISATION_OPTIONS = OPTIMISATIONS.map((value) => ({ label: OPTIMISATION_LABELS[value], value }));
+
+function asOption(value: string): SelectableValue<string> {
+  return { label: value, value };
+}
+
+function signalLabel(s: SignalInfo): string {
+  const name = s.label || s.name;
+  return s.unit ? `${name} (${s.unit})` : name;
+}
+
+/** The signal catalog as select options, grouped as the backend groups them. */
+function signalOptions(catalog: SignalInfo[]): Array<SelectableValue<string>> {
+  const groups = new Map<string, Array<SelectableValue<string>>>();
+  for (const s of catalog) {
+    const group = s.group || 'Other';
+    const options = groups.get(group) ?? [];
+    options.push({ label: signalLabel(s), value: s.name, description: s.description });
+    groups.set(group, options);
+  }
+  return Array.from(groups, ([label, options]) => ({ label, options }));
+}
+
+function validateNonNegative(v: string): string | undefined {
+  if (v.trim() === '') {
+    return undefined;
+  }
+  const n = parseNumber(v);
+  return n === undefined || n < 0 ? 'Enter a number of seconds, 0 or more' : undefined;
+}
+
+function validateLimit(v: string): string | undefined {
+  if (v.trim() === '') {
+    return undefined;
+  }
+  const n = parseNumber(v);
+  return n === undefined || !Number.isInteger(n) || n < 1 ? 'Enter a whole number, 1 or more' : undefined;
+}
+
+interface LabelPickerProps {
+  label: string;
+  tooltip: string;
+  testId: string;
+  value?: string;
+  load: () => Promise<string[]>;
+  variables: string[];
+  onChange: (value: string) => void;
+}
+
+/** An instance or model picker: values from the backend, template variables, or free text. */
+function LabelPicker({ label, tooltip, testId, value, load, variables, onChange }: LabelPickerProps) {
+  const values = useResource(load);
+  const options = [...variables, ...(values.value ?? [])].map(asOption);
+  return (
+    <>
+      <InlineField label={label} labelWidth={LABEL_WIDTH} tooltip={tooltip}>
+        <Select
+          data-testid={testId}
+          width={32}
+          isClearable
+          allowCustomValue
+          isLoading={values.loading}
+          placeholder="All"
+          options={options}
+          value={value ? asOption(value) : null}
+          onChange={(v: SelectableValue<string> | null) => onChange(v?.value ?? '')}
+        />
+      </InlineField>
+      <ResourceNotice what={`${label.toLowerCase()}s`} error={values.error} testId={ids.resourceError} />
+    </>
+  );
+}
+
+export function QueryEditor({ query: rawQuery, onChange, onRunQuery, datasource }: Props) {
+  const query = structuredQuery(rawQuery);
+  const queryType = query.queryType ?? 'signals';
+  const variables = datasource.variableNames();
+
+  const update = (patch: Partial<VllmQuery>) => {
+    onChange({ ...query, ...patch });
+    onRunQuery();
+  };
+
+  const onQueryTypeChange = (next: QueryType) => {
+    const patch: Partial<VllmQuery> = { queryType: next };
+    if (next === 'signals' && !query.signals?.length) {
+      patch.signals = DEFAULT_SIGNALS;
+    }
+    if (next === 'diagnosis' && !query.format) {
+      patch.format = 'findings';
+    }
+    if (next === 'requests' && query.limit === undefined) {
+      patch.limit = DEFAULT_LIMIT;
+    }
+    update(patch);
+  };
+
+  const loadInstances = useCallback(() => datasource.listValues('instances'), [datasource]);
+  const loadModels = useCallback(() => datasource.listValues('models'), [datasource]);
+
+  return (
+    <>
+      {rawQuery.expr && !rawQuery.queryType && (
+        <div data-testid={ids.expr}>
+          <Text variant="bodySmall" color="secondary">
+            Opened from the text form “{rawQuery.expr}”; changing a field below saves it as a structured query.
+          </Text>
+        </div>
+      )}
+      <InlineFieldRow>
+        <InlineField label="Query type" labelWidth={LABEL_WIDTH}>
+          <div data-testid={ids.queryType}>
+            <RadioButtonGroup options={QUERY_TYPE_OPTIONS} value={queryType} onChange={onQueryTypeChange} />
+          </div>
+        </InlineField>
+      </InlineFieldRow>
+      <InlineFieldRow>
+        <LabelPicker
+          label="Instance"
+          tooltip="An instance label value, a regular expression or a template variable; empty for all"
+          testId={ids.instance}
+          value={query.instance}
+          load={loadInstances}
+          variables={variables}
+          onChange={(instance) => update({ instance })}
+        />
+        <LabelPicker
+          label="Model"
+          tooltip="A model name, a regular expression or a template variable; empty for all"
+          testId={ids.model}
+          value={query.model}
+          load={loadModels}
+          variables={variables}
+          onChange={(model) => update({ model })}
+        />
+      </InlineFieldRow>
+      {queryType === 'signals' && <SignalsEditor query={query} datasource={datasource} variables={variables} update={update} />}
+      {queryType === 'diagnosis' && (
+        <DiagnosisEditor query={query} datasource={datasource} variables={variables} update={update} />
+      )}
+      {queryType === 'requests' && <RequestsEditor query={query} update={update} />}
+      {queryType === 'explain' && (
+        <InlineFieldRow>
+          <ValidatedInput
+            label="Trace id"
+            labelWidth={LABEL_WIDTH}
+            width={40}
+            tooltip="The trace of one vLLM request: hexadecimal, or a template variable"
+            testId={ids.traceId}
+            placeholder="4bf92f3577b34da6a3ce929d0e0e4736"
+            value={query.traceId}
+            validate={validateTraceId}
+            onCommit={(traceId) => update({ traceId })}
+          />
+        </InlineFieldRow>
+      )}
+      {queryType === 'verdict' && <VerdictEditor query={query} update={update} />}
+    </>
+  );
+}
+
+interface SubEditorProps {
+  query: VllmQuery;
+  update: (patch: Partial<VllmQuery>) => void;
+}
+
+interface CatalogEditorProps extends SubEditorProps {
+  datasource: DataSource;
+  variables: string[];
+}
+
+function SignalsEditor({ query, datasource, variables, update }: CatalogEditorProps) {
+  const load = useCallback(() => datasource.listSignals(), [datasource]);
+  const catalog = useResource(load);
+  const known = new Map((catalog.value ?? []).map((s) => [s.name, s]));
+  const options = [
+    ...signalOptions(catalog.value ?? []),
+    ...(variables.length ? [{ label: 'Template variables', options: variables.map(asOption) }] : []),
+  ];
+  const value = (query.signals ?? []).map((name) => {
+    const s = known.get(name);
+    return s ? { label: signalLabel(s), value: name } : asOption(name);
+  });
+  return (
+    <InlineFieldRow>
+      <InlineField label="Signals" labelWidth={LABEL_WIDTH} tooltip="Named, version-independent vLLM signals">
+        <MultiSelect
+          data-testid={ids.signals}
+          width={64}
+          allowCustomValue
+          isLoading={catalog.loading}
+          placeholder="Choose signals"
+          options={options}
+          value={value}
+          onChange={(v: Array<SelectableValue<string>>) => update({ signals: v.map((o) => o.value ?? '').filter(Boolean) })}
+        />
+      </InlineField>
+      <ResourceNotice what="the signal catalog" error={catalog.error} testId={ids.resourceError} />
+    </InlineFieldRow>
+  );
+}
+
+function DiagnosisEditor({ query, datasource, variables, update }: CatalogEditorProps) {
+  const load = useCallback(() => datasource.listRules(), [datasource]);
+  const rules = useResource(load);
+  const options = [
+    ...(rules.value ?? []).map((r) => ({ label: r.id, value: r.id, description: r.symptom })),
+    ...variables.map(asOption),
+  ];
+  return (
+    <InlineFieldRow>
+      <InlineField label="Format" labelWidth={LABEL_WIDTH}>
+        <div data-testid={ids.format}>
+          <RadioButtonGroup
+            options={FORMAT_OPTIONS}
+            value={query.format ?? 'findings'}
+            onChange={(format) => update({ format })}
+          />
+        </div>
+      </InlineField>
+      <InlineField label="Rules" labelWidth={LABEL_WIDTH} tooltip="Evaluate only these rules; empty for all">
+        <MultiSelect
+          data-testid={ids.rules}
+          width={48}
+          allowCustomValue
+          isLoading={rules.loading}
+          placeholder="All rules"
+          options={options}
+          value={(query.rules ?? []).map(asOption)}
+          onChange={(v: Array<SelectableValue<string>>) => update({ rules: v.map((o) => o.value ?? '').filter(Boolean) })}
+        />
+      </InlineField>
+      <ResourceNotice what="the rules" error={rules.error} testId={ids.resourceError} />
+    </InlineFieldRow>
+  );
+}
+
+function RequestsEditor({ query, update }: SubEditorProps) {
+  return (
+    <InlineFieldRow>
+      <InlineField label="Anomalous only" labelWidth={LABEL_WIDTH} tooltip="Only requests with an anomaly reason">
+        <InlineSwitch
+          data-testid={ids.anomalousOnly}
+          value={query.anomalousOnly ?? false}
+          onChange={(e) => update({ anomalousOnly: e.currentTarget.checked })}
+        />
+      </InlineField>
+      <ValidatedInput
+        label="Min TTFT (s)"
+        labelWidth={LABEL_WIDTH}
+        width={12}
+        tooltip="Only requests whose time to first token is at least this many seconds"
+        testId={ids.minTtft}
+        placeholder="0"
+        value={query.minTtft === undefined ? '' : String(query.minTtft)}
+        validate={validateNonNegative}
+        onCommit={(v) => update({ minTtft: v === '' ? undefined : parseNumber(v) })}
+      />
+      <ValidatedInput
+        label="Limit"
+        labelWidth={10}
+        width={12}
+        testId={ids.limit}
+        placeholder={String(DEFAULT_LIMIT)}
+        value={query.limit === undefined ? '' : String(query.limit)}
+        validate={validateLimit}
+        onCommit={(v) => update({ limit: v === '' ? undefined : parseNumber(v) })}
+      />
+    </InlineFieldRow>
+  );
+}
+
+function VerdictEditor({ query, update }: SubEditorProps) {
+  return (
+    <>
+      <InlineFieldRow>
+        <ValidatedInput
+          label="Baseline from"
+          labelWidth={LABEL_WIDTH}
+          width={28}
+          tooltip="Start of the baseline window: RFC 3339 or a relative time such as now-7d"
+          testId={ids.baselineFrom}
+          placeholder="now-7d"
+          value={query.baselineFrom}
+          validate={validateTime}
+          onCommit={(baselineFrom) => update({ baselineFrom })}
+        />
+        <ValidatedInput
+          label="Baseline to"
+          labelWidth={LABEL_WIDTH}
+          width={28}
+          tooltip="End of the baseline window: RFC 3339 or a relative time such as now-6d"
+          testId={ids.baselineTo}
+          placeholder="now-6d"
+          value={query.baselineTo}
+          validate={validateTime}
+          onCommit={(baselineTo) => update({ baselineTo })}
+        />
+      </InlineFieldRow>
+      <InlineFieldRow>
+        <InlineField
+          label="Optimisations"
+          labelWidth={LABEL_WIDTH}
+          tooltip="Optimisations in use, for when the metrics cannot tell; empty to detect them"
+        >
+          <MultiSelect
+            data-testid={ids.optimisations}
+            width={64}
+            placeholder="Detect from the metrics"
+            options={OPTIMISATION_OPTIONS}
+            value={query.optimisations ?? []}
+            onChange={(v: Array<SelectableValue<Optimisation>>) =>
+              update({ optimisations: v.map((o) => o.value).filter((o): o is Optimisation => o !== undefined) })
+            }
+          />
+        </InlineField>
+      </InlineFieldRow>
+    </>
+  );
+}

@@ -1,0 +1,67 @@
+import { type QueryEditorProps, type SelectableValue } from '@grafana/data';
+import { InlineField, InlineFieldRow, RadioButtonGroup } from '@grafana/ui';
+
+import { type DataSource } from '../datasource';
+import { selectors } from '../selectors';
+import { type VllmDataSourceOptions, type VllmQuery, type VllmVariableQuery } from '../types';
+import { ValidatedInput } from './ValidatedInput';
+
+type Props = QueryEditorProps<DataSource, VllmQuery, VllmDataSourceOptions, VllmVariableQuery>;
+
+const ids = selectors.variableEditor;
+
+const KIND_OPTIONS: Array<SelectableValue<VllmVariableQuery['kind']>> = [
+  { label: 'Instances', value: 'instances' },
+  { label: 'Models', value: 'models' },
+];
+
+const VARIABLE_REF_ID = 'VllmVariableQuery';
+
+function noCheck(): undefined {
+  return undefined;
+}
+
+/** Reads a saved variable query, including the plain string form of older dashboards. */
+export function variableQuery(query: VllmVariableQuery | string | undefined): VllmVariableQuery {
+  if (typeof query === 'string') {
+    return { refId: VARIABLE_REF_ID, kind: query === 'models' ? 'models' : 'instances' };
+  }
+  return { ...query, refId: query?.refId ?? VARIABLE_REF_ID, kind: query?.kind ?? 'instances' };
+}
+
+/** Template variable values: the vLLM instances or models, optionally narrowed by the other label. */
+export function VariableQueryEditor({ query: raw, onChange }: Props) {
+  const query = variableQuery(raw);
+  const filterKey = query.kind === 'instances' ? 'model' : 'instance';
+
+  const onKindChange = (kind: VllmVariableQuery['kind']) => {
+    const filter = kind === 'instances' ? query.model : query.instance;
+    const { refId } = query;
+    onChange(kind === 'instances' ? { refId, kind, model: filter } : { refId, kind, instance: filter });
+  };
+
+  return (
+    <>
+      <InlineFieldRow>
+        <InlineField label="Values" labelWidth={20}>
+          <div data-testid={ids.kind}>
+            <RadioButtonGroup options={KIND_OPTIONS} value={query.kind} onChange={onKindChange} />
+          </div>
+        </InlineField>
+      </InlineFieldRow>
+      <InlineFieldRow>
+        <ValidatedInput
+          label={query.kind === 'instances' ? 'Of model' : 'On instance'}
+          labelWidth={20}
+          width={40}
+          tooltip="Optional: a value, a regular expression or a template variable"
+          testId={query.kind === 'instances' ? ids.model : ids.instance}
+          placeholder="All"
+          value={query[filterKey]}
+          validate={noCheck}
+          onCommit={(v) => onChange({ refId: query.refId, kind: query.kind, [filterKey]: v === '' ? undefined : v })}
+        />
+      </InlineFieldRow>
+    </>
+  );
+}

@@ -1,0 +1,150 @@
+import {
+  CustomVariableSupport,
+  type CoreApp,
+  type DataQueryRequest,
+  type DataQueryResponse,
+  type DataSourceInstanceSettings,
+  type MetricFindValue,
+  type ScopedVars,
+  type TimeRange,
+} from '@grafana/data';
+import { DataSourceWithBackend, getTemplateSrv, type TemplateSrv } from '@grafana/runtime';
+import { from, map, type Observable } from 'rxjs';
+
+import { VariableQueryEditor } from './components/VariableQueryEditor';
+import {
+  DEFAULT_ANNOTATION_QUERY,
+  DEFAULT_QUERY,
+  type RuleInfo,
+  type SignalInfo,
+  type VllmDataSourceOptions,
+  type VllmQuery,
+  type VllmVariableQuery,
+} from './types';
+
+/** Escapes a label value so that a regular-expression matcher matches it literally. */
+export function escapeRegex(value: string): string {
+  return value.replace(/[\\^$*+?.()|[\]{}]/g, '\\$&');
+}
+
+/**
+ * Formats the value of a template variable used in the instance or model field: one value as an
+ * escaped literal, several as an alternation that the backend's regex matcher accepts.
+ */
+export function regexFormatter(value: string | string[]): string {
+  if (!Array.isArray(value)) {
+    return escapeRegex(value);
+  }
+  if (value.length === 1) {
+    return escapeRegex(value[0]);
+  }
+  return `(${value.map(escapeRegex).join('|')})`;
+}
+
+function splitList(values: string[] | undefined, templateSrv: TemplateSrv, scopedVars: ScopedVars): string[] | undefined {
+  if (!values) {
+    return undefined;
+  }
+  return values
+    .flatMap((v) => templateSrv.replace(v, scopedVars, 'csv').split(','))
+    .map((v) => v.trim())
+    .filter((v) => v !== '');
+}
+
+class VllmVariableSupport extends CustomVariableSupport<DataSource, VllmVariableQuery> {
+  editor = VariableQueryEditor;
+
+  constructor(private readonly datasource: DataSource) {
+    super();
+  }
+
+  query(request: DataQueryRequest<VllmVariableQuery>): Observable<DataQueryResponse> {
+    const query = request.targets[0];
+    return from(this.datasource.metricFindQuery(query, { scopedVars: request.scopedVars, range: request.range })).pipe(
+      map((data) => ({ data }))
+    );
+  }
+}
+
+export class DataSource extends DataSourceWithBackend<VllmQuery, VllmDataSourceOptions> {
+  constructor(
+    instanceSettings: DataSourceInstanceSettings<VllmDataSourceOptions>,
+    private readonly templateSrv: TemplateSrv = getTemplateSrv()
+  ) {
+    super(instanceSettings);
+    this.annotations = {
+      getDefaultQuery: () => DEFAULT_ANNOTATION_QUERY,
+    };
+    this.variables = new VllmVariableSupport(this);
+  }
+
+  getDefaultQuery(_app: CoreApp): Partial<VllmQuery> {
+    return DEFAULT_QUERY;
+  }
+
+  /** Leaves out only the queries that cannot return anything: hidden ones and explains without a trace. */
+  filterQuery(query: VllmQuery): boolean {
+    if (query.hide) {
+      return false;
+    }
+    if (query.queryType === 'explain' && !query.traceId?.trim()) {
+      return false;
+    }
+    return true;
+  }
+
+  applyTemplateVariables(query: VllmQuery, scopedVars: ScopedVars): VllmQuery {
+    const t = this.templateSrv;
+    const plain = (v: string | undefined) => (v === undefined ? undefined : t.replace(v, scopedVars));
+    const regex = (v: string | undefined) => (v === undefined ? undefined : t.replace(v, scopedVars, regexFormatter));
+    return {
+      ...query,
+      instance: regex(query.instance),
+      model: regex(query.model),
+      traceId: plain(query.traceId),
+      baselineFrom: plain(query.baselineFrom),
+      baselineTo: plain(query.baselineTo),
+      expr: plain(query.expr),
+      signals: splitList(query.signals, t, scopedVars),
+      rules: splitList(query.rules, t, scopedVars),
+    };
+  }
+
+  /** The dashboard's template variables as `$name`, offered beside the values in the pickers. */
+  variableNames(): string[] {
+    return this.templateSrv.getVariables().map((v) => `$${v.name}`);
+  }
+
+  /** Values for template variables, from the backend's label-value routes. */
+  async metricFindQuery(
+    query: Omit<VllmVariableQuery, 'refId'> | string,
+    options?: { scopedVars?: ScopedVars; range?: TimeRange }
+  ): Promise<MetricFindValue[]> {
+    const q: Omit<VllmVariableQuery, 'refId'> = typeof query === 'string' ? { kind: query === 'models' ? 'models' : 'instances' } : query;
+    const scopedVars = options?.scopedVars ?? {};
+    const params: Record<string, string> = {};
+    const filter = q.kind === 'instances' ? q.model : q.instance;
+    if (filter) {
+      params[q.kind === 'instances' ? 'model' : 'instance'] = this.templateSrv.replace(filter, scopedVars, regexFormatter);
+    }
+    if (options?.range) {
+      // The backend searches label values in this window (unix milliseconds), else the last day.
+      params.from = String(options.range.from.valueOf());
+      params.to = String(options.range.to.valueOf());
+    }
+    const values = await this.listValues(q.kind, params);
+    return values.map((text) => ({ text, value: text }));
+  }
+
+  listValues(kind: 'instances' | 'models', params: Record<string, string> = {}): Promise<string[]> {
+    return this.getResource<string[]>(kind, params).then((v) => v ?? []);
+  }
+
+  listSignals(): Promise<SignalInfo[]> {
+    return this.getResource<SignalInfo[]>('signals').then((v) => v ?? []);
+  }
+
+  listRules(): Promise<RuleInfo[]> {
+    return this.getResource<RuleInfo[]>('rules').then((v) => v ?? []);
+  }
+}
