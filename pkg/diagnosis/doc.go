@@ -1,0 +1,82 @@
+// Package diagnosis is the symptom-to-cause matrix of DESIGN §4 as data (one Rule value per row)
+// and its evaluation over aligned series (pkg/series). It is pure: no I/O, no HTTP, no Grafana.
+//
+// # API
+//
+//	signals, err := diagnosis.RequiredSignals(ruleIDs)      // what to fetch (empty ids = all rules)
+//	lookback, err := diagnosis.Lookback(opts)               // how far before the range the grid must start
+//	th, err := diagnosis.ParseThresholds(jsonData.thresholds) // settings overrides, validated
+//	res, err := diagnosis.Evaluate(set, diagnosis.Options{
+//	    Rules: ids, Thresholds: th, MinRequests: 20, Baseline: time.Hour, EvalFrom: from})
+//	entries, err := diagnosis.Catalog(th)                   // the `GET rules` resource, thresholds in force
+//
+// Result holds Findings (the `findings` format and annotations), Timelines (the `timeline`
+// format: every rule's State per step and key), Alerts (the `alert` format: 1 while a condition
+// holds, else 0, per rule, key and severity) and Notices (insufficient data, not applicable),
+// all over Result.Grid, the steps from EvalFrom on. pkg/frames turns them into data frames.
+//
+// # Evaluation
+//
+// At each step a rule's condition is true, false or unknown. Conditions combine their
+// comparisons with Kleene logic: one certainly false comparison makes the condition false even
+// if another has no data. Like a Prometheus alerting rule, a true step makes the rule pending;
+// once true for `for` it fires; a false step resolves it. An unknown step neither fires nor
+// clears: the timeline shows it as insufficient_data (or not_applicable); the run goes on if the
+// condition holds again within `for`, and a longer gap ends it.
+//
+// A finding is one run that fired. Its Start is the step where the condition first held in that
+// run (Prometheus' activeAt: the finding includes its pending part), its End the last step where
+// the condition held; FiringAt is when it had held for `for`. Findings that ended before EvalFrom
+// are dropped; earlier grid steps only feed baselines and pending states (see Lookback).
+//
+// Rules of DESIGN §4, as implemented:
+//
+//   - Quantiles are intervals. Quantile series carry the histogram bucket (Lower, Upper] that
+//     holds each value, and a condition on quantiles holds only when the bounds make it certain:
+//     p99/p50 > 2 is Lower(p99)/Upper(p50) > 2; "grown 2× over the baseline" is
+//     Lower(now) ≥ 2 × Upper(baseline); "above 0.5 s" is Lower > 0.5. A condition the bounds
+//     cannot make certain does not hold (it is false, not unknown), so a healthy server whose
+//     interpolated ratio exceeds 2 inside coarse buckets stays ok. A quantile series without
+//     bounds (trace-derived) is taken as exact.
+//   - Enough data. Quantile rules need RequestCount ≥ MinRequests at the step, else the step is
+//     insufficient_data.
+//   - Baselines are the median of the signal over the Baseline window before the step (for
+//     quantiles, the median of the bucket upper bounds, over steps with enough requests); fewer
+//     than half the window's steps usable gives insufficient_data.
+//   - A rule whose required signal has no series for a key is not_applicable for that key, with
+//     the reason from Set.Absent (speculative decoding off, a vLLM without the histogram).
+//     prefix_cache_miss applies only where vllm:cache_config_info says prefix caching is on.
+//   - Short shared prefix: vLLM caches whole KV blocks. When prefix_cache_miss fires and its hit
+//     rate never rose above near_zero_hit_rate while prompts averaged more than one block
+//     (CacheConfig.BlockSize), no request reused even its first block: the shared prefix is
+//     shorter than one block or differs within it; the metrics cannot tell these apart, and the
+//     finding (Variant shared_prefix_shorter_than_block) names both. Prompts shorter than one
+//     block are reported as Variant prompts_shorter_than_block. Without the block size or the
+//     prompt length, no variant is claimed.
+//   - Counter resets: rates come from Prometheus, which handles resets; the NaN step after a
+//     restart is unknown, a zero rate is false, and a short burst cannot last `for`.
+//   - Specific causes outrank symptoms: a prefill_bound, decode_bound or token_budget_starved
+//     finding that overlaps (in time, on the same instance) a finding of a cause that produces it
+//     (see explainedBy) becomes secondary: severity info, SecondaryTo the cause's id. The
+//     alert series are not affected.
+//   - One headline per instance, its likely bottleneck: primary before secondary findings, then
+//     this rule order: kv_cache_saturated, preemptions_free_cache, past_the_knee,
+//     queue_with_free_cache, prefix_cache_miss, spec_decode_inefficient, prefill_blocking,
+//     token_budget_starved, prefill_bound, decode_bound, client_timeouts; then the longer
+//     finding, then the earlier.
+//   - Evidence: every evidence signal and baseline at the finding's start, peak (the step where
+//     the condition held by the largest relative margin past its tightest threshold) and end,
+//     with quantile buckets; the thresholds in force; the request count per window.
+//   - Confidence: four criteria, each met or not: margin (≥ 10% past the tightest threshold at
+//     the peak), duration (lasted ≥ 2× `for`), data (no unknown step inside the finding and, for
+//     quantile rules, at least 5× MinRequests in every window), corroboration (a related cause or
+//     symptom finding overlaps on the same instance). high: 3 or 4 met; medium: 2; low: 0 or 1.
+//
+// Severities: each rule has one; spec_decode_inefficient escalates to critical while the
+// acceptance rate is below critical_below, and then has one alert series per severity.
+//
+// Thresholds: every rule has named parameters (Rule.Params) with defaults, units and kinds, and
+// a `for` parameter in seconds; the data source's jsonData.thresholds overrides them
+// (rule id → parameter → number). Fractions must lie in [0, 1], ratios be > 0, rates and
+// durations ≥ 0.
+package diagnosis

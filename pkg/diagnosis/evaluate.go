@@ -1,0 +1,323 @@
+package diagnosis
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/seed/vllm-datasource/pkg/series"
+)
+
+// State is a rule's state for one key at one step, as the timeline shows it.
+type State string
+
+// The states. Pending and firing follow Prometheus alerting rules; the last two are the steps
+// where the condition is unknown.
+const (
+	OK               State = "ok"
+	Pending          State = "pending"
+	Firing           State = "firing"
+	InsufficientData State = "insufficient_data"
+	NotApplicable    State = "not_applicable"
+)
+
+// Options configures an evaluation.
+type Options struct {
+	// Rules are the rule ids to evaluate; empty means all.
+	Rules      []string
+	Thresholds Thresholds
+	// MinRequests is the fewest requests in a rate window for a quantile to count (default 20).
+	MinRequests int
+	// Baseline is the window before each step that baselines are taken over (default 1h).
+	Baseline time.Duration
+	// EvalFrom is the first step reported; the grid's earlier steps only feed baselines and the
+	// pending state. Zero means the grid's start.
+	EvalFrom time.Time
+}
+
+// Defaults of Options.
+const (
+	DefaultMinRequests = 20
+	DefaultBaseline    = time.Hour
+)
+
+func (o Options) withDefaults() Options {
+	if o.MinRequests <= 0 {
+		o.MinRequests = DefaultMinRequests
+	}
+	if o.Baseline <= 0 {
+		o.Baseline = DefaultBaseline
+	}
+	return o
+}
+
+// Result is an evaluation: findings, per-key state timelines, alert series and notices, all over
+// the evaluated steps (Grid).
+type Result struct {
+	// Grid is the evaluated part of the input grid, from EvalFrom to its end.
+	Grid  series.Grid
+	Rules []Rule
+	// Findings are the firing intervals that reach into Grid, sorted by start, instance, model
+	// and rule.
+	Findings  []Finding
+	Timelines []Timeline
+	Alerts    []Alert
+	Notices   []Notice
+}
+
+// Timeline is every evaluated rule's state per step for one key.
+type Timeline struct {
+	Key   series.Key
+	Rules []RuleStates
+}
+
+// RuleStates is one rule's state at each step of Result.Grid.
+type RuleStates struct {
+	Rule   string
+	States []State
+}
+
+// Alert is a rule's condition for one key at one severity, without `for` (a Grafana alert rule
+// applies its own pending period): 1 at each step of Result.Grid where the condition holds at
+// that severity or above, else 0, unknown steps included.
+type Alert struct {
+	Rule     string
+	Severity Severity
+	Key      series.Key
+	Values   []float64
+}
+
+// Notice reports why a rule could not be evaluated on some keys or steps.
+type Notice struct {
+	Rule   string
+	State  State // InsufficientData or NotApplicable
+	Reason string
+	Keys   []series.Key
+	// Steps is how many steps (over all Keys) had this reason, of Of evaluated.
+	Steps, Of int
+}
+
+// Text is the notice as a user reads it.
+func (n Notice) Text() string {
+	keys := make([]string, len(n.Keys))
+	for i, k := range n.Keys {
+		keys[i] = keyText(k)
+	}
+	on := strings.Join(keys, ", ")
+	if n.State == NotApplicable {
+		return fmt.Sprintf("%s is not applicable on %s: %s", n.Rule, on, n.Reason)
+	}
+	return fmt.Sprintf("%s has insufficient data on %s at %d of %d steps: %s", n.Rule, on, n.Steps, n.Of, n.Reason)
+}
+
+// span is one run of a condition: the steps from its first true step to its last, the step of
+// the largest margin, and when it fired.
+type span struct {
+	start, end, peak, firedAt int
+	fired, active             bool
+}
+
+// Evaluate runs the rules over a set. Errors are the caller's: unknown rule ids, invalid
+// thresholds.
+func Evaluate(set *series.Set, opts Options) (Result, error) {
+	rules, err := Rules(opts.Rules, opts.Thresholds)
+	if err != nil {
+		return Result{}, err
+	}
+	opts = opts.withDefaults()
+	g := set.Grid
+	from := 0
+	if !opts.EvalFrom.IsZero() && g.Len > 0 && g.Step > 0 {
+		for from < g.Len && g.Time(from).Before(opts.EvalFrom) {
+			from++
+		}
+	}
+	res := Result{Grid: series.Grid{Start: g.Time(from), Step: g.Step, Len: g.Len - from}, Rules: rules}
+	baseSteps := 0
+	if g.Step > 0 {
+		baseSteps = int(opts.Baseline / g.Step)
+	}
+	notes := noticeSet{}
+	var findings []*Finding
+	for _, key := range set.Keys() {
+		tl := Timeline{Key: key}
+		baselines := map[baseKey]*baselineSeries{}
+		for ri := range rules {
+			r := &rules[ri]
+			e := &env{set: set, key: key, rule: r, minRequests: float64(opts.MinRequests),
+				baseSteps: baseSteps, baseLabel: duration(opts.Baseline), baselines: baselines}
+			states, outs, spans := evaluateRule(e, g)
+			tl.Rules = append(tl.Rules, RuleStates{Rule: r.ID, States: states[from:]})
+			for _, sev := range r.Severities() {
+				res.Alerts = append(res.Alerts, alertSeries(r, sev, key, outs, g.Len, from))
+			}
+			notes.add(r.ID, key, states[from:], outs, from)
+			for _, sp := range spans {
+				if sp.end >= from {
+					findings = append(findings, newFinding(e, sp, outs, opts))
+				}
+			}
+		}
+		res.Timelines = append(res.Timelines, tl)
+	}
+	res.Findings = settle(findings)
+	res.Notices = notes.list()
+	return res, nil
+}
+
+// evaluateRule runs one rule over one key's grid like a Prometheus alerting rule: a true step
+// starts or extends a run (pending), which fires once it has lasted `for`; a false step ends it.
+// An unknown step neither fires nor clears: it is reported as such, and the run goes on if the
+// condition holds again within `for`; a longer gap ends it, since nothing then shows the
+// condition held throughout.
+func evaluateRule(e *env, g series.Grid) (states []State, outs []outcome, spans []span) {
+	r := e.rule
+	states = make([]State, g.Len)
+	outs = make([]outcome, g.Len)
+	if why := notApplicable(e); why != "" {
+		for i := range states {
+			states[i] = NotApplicable
+			outs[i] = outcome{v: unknown, reason: why}
+		}
+		return states, outs, nil
+	}
+	var cur *span
+	end := func(active bool) {
+		if cur != nil && cur.fired {
+			cur.active = active
+			spans = append(spans, *cur)
+		}
+		cur = nil
+	}
+	for i := 0; i < g.Len; i++ {
+		o := r.eval(e, i)
+		outs[i] = o
+		switch o.v {
+		case holds:
+			if cur != nil && g.Time(i).Sub(g.Time(cur.end)) > r.For+g.Step {
+				end(false)
+			}
+			if cur == nil {
+				cur = &span{start: i, peak: i}
+			}
+			cur.end = i
+			if o.margin > outs[cur.peak].margin {
+				cur.peak = i
+			}
+			if !cur.fired && g.Time(i).Sub(g.Time(cur.start)) >= r.For {
+				cur.fired, cur.firedAt = true, i
+			}
+			states[i] = Pending
+			if cur.fired {
+				states[i] = Firing
+			}
+		case fails:
+			end(false)
+			states[i] = OK
+		default:
+			states[i] = InsufficientData
+		}
+	}
+	if cur != nil {
+		end(g.End().Sub(g.Time(cur.end)) <= r.For)
+	}
+	return states, outs, spans
+}
+
+// notApplicable says why a rule cannot apply to a key: a required signal is absent (the reason
+// comes from the set, such as speculative decoding off or a vLLM too old for a histogram), or
+// the rule's own applicability check fails.
+func notApplicable(e *env) string {
+	req := e.rule.Required
+	if e.rule.Quantile {
+		req = append(append([]series.Signal(nil), req...), series.RequestCount)
+	}
+	for _, s := range req {
+		if e.set.Get(e.key, s) != nil {
+			continue
+		}
+		if why, ok := e.set.Absent[s]; ok && why != "" {
+			return fmt.Sprintf("%s is unavailable: %s", s, why)
+		}
+		return fmt.Sprintf("%s has no series for this instance", s)
+	}
+	if e.rule.applicable != nil {
+		return e.rule.applicable(e)
+	}
+	return ""
+}
+
+func alertSeries(r *Rule, sev Severity, key series.Key, outs []outcome, n, from int) Alert {
+	a := Alert{Rule: r.ID, Severity: sev, Key: key, Values: make([]float64, n-from)}
+	for i := from; i < n; i++ {
+		if o := outs[i]; o.v == holds && o.severity.rank() >= sev.rank() {
+			a.Values[i-from] = 1
+		}
+	}
+	return a
+}
+
+// noticeSet gathers unknown steps by rule, state and reason, across keys.
+type noticeSet map[noticeKey]*Notice
+
+type noticeKey struct {
+	rule   string
+	state  State
+	reason string
+}
+
+func (ns noticeSet) add(rule string, key series.Key, states []State, outs []outcome, from int) {
+	counted := map[noticeKey]bool{}
+	for i, st := range states {
+		if st != InsufficientData && st != NotApplicable {
+			continue
+		}
+		k := noticeKey{rule, st, outs[from+i].reason}
+		n := ns[k]
+		if n == nil {
+			n = &Notice{Rule: rule, State: st, Reason: k.reason}
+			ns[k] = n
+		}
+		if !counted[k] {
+			counted[k] = true
+			n.Keys = append(n.Keys, key)
+			n.Of += len(states)
+		}
+		n.Steps++
+	}
+}
+
+func (ns noticeSet) list() []Notice {
+	out := make([]Notice, 0, len(ns))
+	for _, n := range ns {
+		out = append(out, *n)
+	}
+	order := ruleOrder()
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Rule != b.Rule {
+			return order[a.Rule] < order[b.Rule]
+		}
+		if a.State != b.State {
+			return a.State < b.State
+		}
+		return a.Reason < b.Reason
+	})
+	return out
+}
+
+func ruleOrder() map[string]int {
+	m := map[string]int{}
+	for i, r := range matrix {
+		m[r.ID] = i
+	}
+	return m
+}
+
+func keyText(k series.Key) string {
+	if k.Model == "" {
+		return k.Instance
+	}
+	return k.Instance + " (" + k.Model + ")"
+}
