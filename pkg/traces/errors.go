@@ -33,9 +33,9 @@ type DownstreamError struct {
 }
 
 func (e *DownstreamError) Error() string {
-	s := fmt.Sprintf("%s at %s ", e.Backend, e.URL)
-	if e.Status != 0 {
-		s += fmt.Sprintf("answered %d: ", e.Status)
+	s := fmt.Sprintf("%s at %s: ", e.Backend, e.URL)
+	if e.Status != 0 && (e.Status < 200 || e.Status > 299) {
+		s = fmt.Sprintf("%s at %s answered %d: ", e.Backend, e.URL, e.Status)
 	}
 	s += e.Msg
 	if e.Err != nil {

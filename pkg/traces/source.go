@@ -189,9 +189,16 @@ func (b backend) get(ctx context.Context, path string, params url.Values) (int, 
 	}
 	if int64(len(body)) > b.opts.MaxBodyBytes {
 		return resp.StatusCode, nil, b.fail(resp.StatusCode, fmt.Sprintf(
-			"answer is larger than the %d MiB limit: narrow the time range or lower the limit", b.opts.MaxBodyBytes>>20), nil)
+			"answer is larger than the %s limit: narrow the time range or lower the limit", byteSize(b.opts.MaxBodyBytes)), nil)
 	}
 	return resp.StatusCode, body, nil
+}
+
+func byteSize(n int64) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 func transportMessage(ctx context.Context, err error) string {

@@ -69,7 +69,7 @@ func (t *Tempo) Search(ctx context.Context, q Query) ([]Request, SearchInfo, err
 	}
 	var resp tempoSearchResponse
 	if err := json.Unmarshal(body, &resp); err != nil {
-		return nil, info, t.fail(status, "answered a search with something other than Tempo's search JSON", err)
+		return nil, info, t.fail(status, "answered with something other than Tempo's search JSON", err)
 	}
 	info.Traces = len(resp.Traces)
 	info.Truncated = len(resp.Traces) >= q.Limit
