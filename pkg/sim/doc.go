@@ -1,0 +1,31 @@
+// Package sim simulates vLLM servers step by step and produces the telemetry a real fleet
+// would: Prometheus scrapes with vLLM's exact metric names, types, help texts, labels and
+// buckets (package vllm), one OTLP span per finished request, and the ground truth of the
+// faults it injected.
+//
+// Each instance runs a model of vLLM's V1 engine core: continuous batching under a token
+// budget (max_num_batched_tokens) and max_num_seqs, chunked prefill or whole-prompt prefill, a
+// KV block pool with prefix caching by block and preemption by recompute, speculative decoding
+// with per-token acceptance, client timeouts that abort requests, and a step cost model (fixed
+// overhead, per prefill token, per decoding sequence, per context token read). Faults change an
+// instance's configuration or load over an interval; their symptoms arise from the model, and
+// the ground truth is computed from the model's own state, never from the metrics.
+//
+// Run simulates without sleeping (an hour of four busy instances takes seconds); Serve paces
+// the same model to the wall clock and serves each instance's /metrics on its own port.
+//
+// Conventions a caller relies on:
+//   - The Prometheus instance label is the instance's host:port; job is "vllm". Spans carry it
+//     as the resource attribute service.instance.id, so traces join metrics.
+//   - V1 (default): the current names with engine="0". V0 (Scenario.Generation "v0"): the V0
+//     engine's names (gpu_cache_usage_perc, time_per_output_token_seconds,
+//     time_in_queue_requests, the cpu/swap gauges, the gpu_prefix_cache_hit_rate and spec
+//     decode gauges) and no engine label, as vLLM up to 0.7 printed them; no per-phase
+//     histograms.
+//   - Spans follow TELEMETRY §5 for current vLLM, plus gen_ai.response.model, which current
+//     vLLM omits: Scenario.SpanModelAttribute (default on) controls it.
+//   - Aborted requests count in request_success_total{finished_reason="abort"} and e2e, and have
+//     no span, as in vLLM, where aborts are not traced.
+//   - Ground truth lists, per fault, the intervals where its mechanism held; healthy,
+//     low_traffic and restart have none.
+package sim

@@ -1,0 +1,427 @@
+package sim
+
+import "math/rand/v2"
+
+// request is one generation request inside the engine. Token accounting follows vLLM V1: a
+// request has prompt+output known tokens, of which computed have KV in the cache; a step
+// schedules the difference (a prefill chunk, or one token plus drafts when decoding).
+type request struct {
+	id        uint64
+	arrival   float64
+	deadline  float64 // client gives up then; 0: never
+	prefixID  int     // 0: the prefix is not shared with any other request
+	prefixLen int
+	prompt    int
+	target    int // output tokens the request will produce
+	maxTokens int
+	temp      float64
+	topP      float64
+
+	computed int
+	output   int
+	own      int          // blocks held privately
+	entry    *prefixEntry // shared prefix blocks this request references
+	shared   int
+
+	scheduled  bool
+	firstSched float64
+	firstToken float64
+	lastToken  float64
+	cached     int // prompt tokens found in the prefix cache at first scheduling
+	chunks     int // steps its first prefill took
+	done       bool
+}
+
+func (r *request) held() int { return r.own + r.shared }
+
+// prefixEntry is a cached shared prefix: its full blocks, and how many running requests use
+// them. Unreferenced entries are evictable: vLLM counts them as free.
+type prefixEntry struct {
+	id       int
+	blocks   int
+	ref      int
+	lastUsed float64
+}
+
+type scheduled struct {
+	r      *request
+	n      int
+	decode bool
+	drafts int
+}
+
+// sink receives what the engine does, for metrics, spans and the ground truth.
+type sink interface {
+	prefixLookup(queried, hit int)
+	preempted(r *request)
+	firstToken(r *request, now float64)
+	tokens(r *request, n int, itl float64, now float64)
+	spec(drafts, draftTokens, accepted int, perPos []int)
+	finished(r *request, now float64, reason string)
+	step(now, dt float64, tokens, prefillTokens int, blocking bool)
+}
+
+// engine is one vLLM engine core: a continuous-batching scheduler over a KV block pool.
+type engine struct {
+	cfg       EngineConfig
+	rng       *rand.Rand
+	out       sink
+	total     int
+	free      int // blocks neither used nor holding a cached prefix
+	evictable int // blocks of cached prefixes no running request uses
+	prefixes  []*prefixEntry
+	waiting   []*request
+	running   []*request
+
+	sched       []scheduled
+	perPos      []int
+	preemptions int  // in the last plan
+	exhausted   bool // the last plan found the pool full
+}
+
+func newEngine(cfg EngineConfig, rng *rand.Rand, out sink) *engine {
+	n := cfg.blocks()
+	return &engine{cfg: cfg, rng: rng, out: out, total: n, free: n}
+}
+
+func (e *engine) busy() bool { return len(e.running)+len(e.waiting) > 0 }
+
+// usage is vllm:kv_cache_usage_perc: the fraction of blocks that running requests hold.
+func (e *engine) usage() float64 {
+	return float64(e.total-e.free-e.evictable) / float64(e.total)
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// alloc takes n blocks, evicting unreferenced cached prefixes (least recently used first)
+// when the free list is short.
+func (e *engine) alloc(n int, now float64) bool {
+	if n <= 0 {
+		return true
+	}
+	if e.free+e.evictable < n {
+		return false
+	}
+	for e.free < n {
+		victim := -1
+		for i, p := range e.prefixes {
+			if p.ref == 0 && (victim < 0 || p.lastUsed < e.prefixes[victim].lastUsed) {
+				victim = i
+			}
+		}
+		p := e.prefixes[victim]
+		e.free += p.blocks
+		e.evictable -= p.blocks
+		e.prefixes = append(e.prefixes[:victim], e.prefixes[victim+1:]...)
+	}
+	e.free -= n
+	return true
+}
+
+func (e *engine) release(r *request, now float64) {
+	e.free += r.own
+	r.own = 0
+	if r.entry != nil {
+		r.entry.ref--
+		if r.entry.ref == 0 {
+			e.evictable += r.entry.blocks
+			r.entry.lastUsed = now
+		}
+		r.entry, r.shared = nil, 0
+	}
+}
+
+// claimPrefix references the cached blocks of r's prefix, so that allocating r's own blocks
+// cannot evict them, and returns how many blocks hit. vLLM always computes the last prompt
+// token, so a hit never covers the whole prompt.
+func (e *engine) claimPrefix(r *request) int {
+	if !e.cfg.PrefixCaching || r.prefixID == 0 {
+		return 0
+	}
+	for _, p := range e.prefixes {
+		if p.id != r.prefixID {
+			continue
+		}
+		hit := min(p.blocks, r.prefixLen/e.cfg.BlockSize, (r.prompt+r.output-1)/e.cfg.BlockSize)
+		if hit == 0 {
+			return 0
+		}
+		if p.ref == 0 {
+			e.evictable -= p.blocks
+		}
+		p.ref++
+		r.entry, r.shared = p, hit
+		return hit
+	}
+	return 0
+}
+
+func (e *engine) unclaim(r *request, now float64) {
+	if r.entry == nil {
+		return
+	}
+	r.entry.ref--
+	if r.entry.ref == 0 {
+		e.evictable += r.entry.blocks
+		r.entry.lastUsed = now
+	}
+	r.entry, r.shared = nil, 0
+}
+
+// publishPrefix turns the blocks of r's computed prefix into a cache entry that later
+// requests with the same prefix hit, unless another request cached it first.
+func (e *engine) publishPrefix(r *request) {
+	if !e.cfg.PrefixCaching || r.prefixID == 0 || r.entry != nil {
+		return
+	}
+	n := r.prefixLen / e.cfg.BlockSize
+	if n == 0 || r.computed < n*e.cfg.BlockSize {
+		return
+	}
+	for _, p := range e.prefixes {
+		if p.id == r.prefixID {
+			return
+		}
+	}
+	p := &prefixEntry{id: r.prefixID, blocks: n, ref: 1}
+	e.prefixes = append(e.prefixes, p)
+	r.own -= n
+	r.entry, r.shared = p, n
+}
+
+// preempt is vLLM's preemption by recompute: the request loses its blocks and returns to the
+// front of the queue, to prefill its prompt and output so far again.
+func (e *engine) preempt(r *request, now float64) {
+	e.release(r, now)
+	r.computed = 0
+	e.waiting = append(e.waiting, nil)
+	copy(e.waiting[1:], e.waiting)
+	e.waiting[0] = r
+	e.preemptions++
+	e.out.preempted(r)
+}
+
+// plan schedules one step at now, as vLLM V1's scheduler does: running requests first, in
+// order, preempting from the tail when blocks run out; then waiting requests in order while the
+// token budget, max_num_seqs and the pool allow, and only if nothing was preempted. It
+// returns the step's duration, 0 when nothing could be scheduled.
+func (e *engine) plan(now float64) float64 {
+	e.sched = e.sched[:0]
+	e.preemptions = 0
+	e.exhausted = false
+	bs := e.cfg.BlockSize
+	budget := e.cfg.MaxNumBatchedTokens
+	for i := 0; i < len(e.running) && budget > 0; i++ {
+		r := e.running[i]
+		need := r.prompt + r.output - r.computed
+		s := scheduled{r: r, n: min(need, budget), decode: need == 1}
+		if s.decode && e.cfg.SpecTokens > 0 {
+			s.drafts = min(e.cfg.SpecTokens, budget-1)
+			s.n += s.drafts
+		}
+		blocks := ceilDiv(r.computed+s.n, bs) - r.held()
+		self := false
+		for !e.alloc(blocks, now) {
+			e.exhausted = true
+			victim := e.running[len(e.running)-1]
+			e.running = e.running[:len(e.running)-1]
+			e.preempt(victim, now)
+			if victim == r {
+				self = true
+				break
+			}
+		}
+		if self {
+			break
+		}
+		if blocks > 0 {
+			r.own += blocks
+		}
+		e.sched = append(e.sched, s)
+		budget -= s.n
+	}
+	for e.preemptions == 0 && len(e.waiting) > 0 && len(e.running) < e.cfg.MaxNumSeqs && budget > 0 {
+		r := e.waiting[0]
+		hit := e.claimPrefix(r)
+		computed := hit * bs
+		need := r.prompt + r.output - computed
+		if !e.cfg.ChunkedPrefill && need > budget {
+			e.unclaim(r, now)
+			break
+		}
+		n := min(need, budget)
+		blocks := ceilDiv(computed+n, bs) - hit
+		if !e.alloc(blocks, now) {
+			e.unclaim(r, now)
+			e.exhausted = true
+			break
+		}
+		if e.cfg.PrefixCaching {
+			e.out.prefixLookup(r.prompt+r.output, computed)
+		}
+		r.own, r.computed = blocks, computed
+		if !r.scheduled {
+			r.scheduled, r.firstSched, r.cached = true, now, computed
+		}
+		e.waiting = e.waiting[1:]
+		e.running = append(e.running, r)
+		e.sched = append(e.sched, scheduled{r: r, n: n})
+		budget -= n
+	}
+	if len(e.sched) == 0 {
+		return 0
+	}
+	c := e.cfg.Cost
+	var prefill, decode, drafts, context int
+	for _, s := range e.sched {
+		if s.decode {
+			decode++
+			drafts += s.drafts
+		} else {
+			prefill += s.n
+		}
+		context += s.r.computed
+	}
+	return c.StepOverhead + c.PerPrefillToken*float64(prefill) + c.PerDecodeSeq*float64(decode) +
+		c.PerDecodeSeq*c.PerDraftToken*float64(drafts) + c.PerContextToken*float64(context)
+}
+
+// commit applies the planned step, which ended at now: prefill chunks advance, completed
+// prefills and decodes sample tokens (drafts accepted one by one until the first rejection),
+// and requests that reached their length finish.
+func (e *engine) commit(now, dt float64) {
+	var tokens, prefill, drafts, draftTokens, accepted int
+	if cap(e.perPos) < e.cfg.SpecTokens {
+		e.perPos = make([]int, e.cfg.SpecTokens)
+	}
+	e.perPos = e.perPos[:e.cfg.SpecTokens]
+	clear(e.perPos)
+	finished := false
+	for _, s := range e.sched {
+		r := s.r
+		tokens += s.n
+		produced := 0
+		if s.decode {
+			a := 0
+			for a < s.drafts && e.rng.Float64() < e.cfg.SpecAcceptance {
+				e.perPos[a]++
+				a++
+			}
+			if s.drafts > 0 {
+				drafts++
+				draftTokens += s.drafts
+				accepted += a
+			}
+			produced = 1 + a
+			r.computed += produced
+		} else {
+			prefill += s.n
+			r.computed += s.n
+			if r.firstToken == 0 {
+				r.chunks++
+			}
+			e.publishPrefix(r)
+			if r.computed == r.prompt+r.output {
+				produced = 1
+			}
+		}
+		if produced == 0 {
+			continue
+		}
+		r.output += produced
+		if over := r.output - r.target; over > 0 {
+			r.output -= over
+			r.computed -= over
+			produced -= over
+		}
+		first := r.firstToken == 0
+		if first {
+			r.firstToken = now
+			e.out.firstToken(r, now)
+		}
+		itl := -1.0
+		if !first {
+			itl = now - r.lastToken
+		}
+		r.lastToken = now
+		e.out.tokens(r, produced, itl, now)
+		if r.output >= r.target {
+			reason := "stop"
+			if r.target >= r.maxTokens {
+				reason = "length"
+			}
+			e.release(r, now)
+			r.done, finished = true, true
+			e.out.finished(r, now, reason)
+		}
+	}
+	if drafts > 0 {
+		e.out.spec(drafts, draftTokens, accepted, e.perPos)
+	}
+	blocking := !e.cfg.ChunkedPrefill && prefill > 0 && dt >= blockingStep && len(e.sched)+len(e.waiting) > 1
+	e.out.step(now, dt, tokens, prefill, blocking)
+	if finished {
+		e.running = removeDone(e.running)
+	}
+}
+
+// blockingStep is how long a whole-prompt prefill step must take, with other requests in the
+// engine, for the ground truth to call it blocking: long enough to show in TTFT's buckets.
+const blockingStep = 0.5
+
+func removeDone(rs []*request) []*request {
+	out := rs[:0]
+	for _, r := range rs {
+		if !r.done {
+			out = append(out, r)
+		}
+	}
+	clear(rs[len(out):])
+	return out
+}
+
+// abortExpired aborts the requests whose client gave up by now.
+func (e *engine) abortExpired(now float64) {
+	drop := func(rs []*request) []*request {
+		any := false
+		for _, r := range rs {
+			if r.deadline > 0 && r.deadline <= now {
+				e.release(r, now)
+				r.done, any = true, true
+				e.out.finished(r, now, "abort")
+			}
+		}
+		if !any {
+			return rs
+		}
+		return removeDone(rs)
+	}
+	e.running = drop(e.running)
+	e.waiting = drop(e.waiting)
+}
+
+// reconfigure applies a new engine configuration to the live engine. A smaller pool first
+// drops cached prefixes, then preempts running requests from the tail until what remains fits.
+func (e *engine) reconfigure(cfg EngineConfig, now float64) {
+	e.cfg = cfg
+	n := cfg.blocks()
+	e.free += n - e.total
+	e.total = n
+	if !cfg.PrefixCaching || e.free < 0 {
+		kept := e.prefixes[:0]
+		for _, p := range e.prefixes {
+			if p.ref == 0 {
+				e.free += p.blocks
+				e.evictable -= p.blocks
+				continue
+			}
+			kept = append(kept, p)
+		}
+		e.prefixes = kept
+	}
+	for e.free < 0 && len(e.running) > 0 {
+		victim := e.running[len(e.running)-1]
+		e.running = e.running[:len(e.running)-1]
+		e.preempt(victim, now)
+	}
+}

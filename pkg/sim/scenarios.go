@@ -1,0 +1,245 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Models served by the scenarios' instances.
+const (
+	ModelLlama = "meta-llama/Llama-3.1-8B-Instruct"
+	ModelQwen  = "Qwen/Qwen2.5-7B-Instruct"
+)
+
+// Faults of the catalogue strike instance FaultyInstance from FaultFrom to FaultTo of the run
+// (minutes 20 to 40 of an hour); the other instances stay healthy.
+const (
+	FaultyInstance = "127.0.0.1:8001"
+	FaultFrom      = 1.0 / 3
+	FaultTo        = 2.0 / 3
+)
+
+// baseEngine is an 8B model on one 80 GB GPU, priced so that a step of a dozen decoding
+// sequences takes about 15 ms and prefill runs at about 16k tokens per second.
+func baseEngine() EngineConfig {
+	return EngineConfig{
+		MaxNumBatchedTokens: 2048, MaxNumSeqs: 128, MaxModelLen: 8192, ChunkedPrefill: true,
+		BlockSize: 16, NumGPUBlocks: 4000, CacheDType: "auto", GPUMemoryUtilization: 0.9, PrefixCaching: true,
+		Cost: CostModel{StepOverhead: 0.012, PerPrefillToken: 60e-6, PerDecodeSeq: 0.2e-3, PerContextToken: 0.2e-6, PerDraftToken: 0.15},
+	}
+}
+
+// baseLoad is a chat workload: one of four 256-token system prompts, a 400-token question,
+// a 150-token answer, four requests a second.
+func baseLoad() Load {
+	return Load{
+		RatePerSecond: 4, PrefixTokens: 256, NumPrefixes: 4,
+		SuffixTokens: Dist{Mean: 400, CV: 0.5, Min: 8},
+		OutputTokens: Dist{Mean: 150, CV: 0.5, Min: 4},
+		MaxTokens:    1024, Temperature: 0.7, TopP: 0.95,
+	}
+}
+
+// fleet is three healthy instances: two serving Llama, one Qwen.
+func fleet() []Instance {
+	return []Instance{
+		{Address: "127.0.0.1:8000", Model: ModelLlama, Engine: baseEngine(), Load: baseLoad()},
+		{Address: FaultyInstance, Model: ModelLlama, Engine: baseEngine(), Load: baseLoad()},
+		{Address: "127.0.0.1:8002", Model: ModelQwen, Engine: baseEngine(), Load: baseLoad()},
+	}
+}
+
+// faulty builds a scenario whose second instance runs with engine and load (adjusted by
+// setup) and switches, during the fault, to what fault returns.
+func faulty(name, desc, rule string, setup func(*Instance), fault func(EngineConfig, Load) (*EngineConfig, *Load)) Scenario {
+	in := fleet()
+	if setup != nil {
+		setup(&in[1])
+	}
+	e, l := fault(in[1].Engine, in[1].Load)
+	in[1].Faults = []Fault{{Rule: rule, From: FaultFrom, To: FaultTo, Engine: e, Load: l}}
+	return Scenario{Name: name, Description: desc, Seed: 42, Instances: in}
+}
+
+var catalogue = map[string]func() Scenario{
+	"healthy": func() Scenario {
+		return Scenario{Name: "healthy", Seed: 42, Instances: fleet(),
+			Description: "three instances, two models, steady chat traffic well within capacity: no rule holds"}
+	},
+	"low_traffic": func() Scenario {
+		in := fleet()
+		for i := range in {
+			in[i].Load.RatePerSecond = 0.05
+		}
+		return Scenario{Name: "low_traffic", Seed: 42, Instances: in,
+			Description: "three requests a minute per instance: too few for any quantile rule, so no finding"}
+	},
+	"restart": func() Scenario {
+		in := fleet()
+		in[1].Faults = []Fault{{Rule: faultRestart, From: 0.5, To: 0.5 + 1e-9, Restart: true, Downtime: 30}}
+		return Scenario{Name: "restart", Seed: 42, Instances: in,
+			Description: FaultyInstance + " restarts halfway (30 s down): its counters reset, rates must not spike; no finding"}
+	},
+	RulePrefillBlocking: func() Scenario {
+		return faulty(RulePrefillBlocking,
+			"chunked prefill off; during the fault 4% of prompts carry a 15k-token document, prefilled whole in ~0.9 s steps that stall everyone",
+			RulePrefillBlocking,
+			func(in *Instance) {
+				in.Engine.ChunkedPrefill = false
+				in.Engine.MaxModelLen = 16384
+				in.Engine.MaxNumBatchedTokens = 16384
+				in.Engine.NumGPUBlocks = 12000
+			},
+			func(_ EngineConfig, l Load) (*EngineConfig, *Load) {
+				l.LongFraction = 0.04
+				l.LongTokens = Dist{Mean: 15000, CV: 0.05, Max: 15800}
+				return nil, &l
+			})
+	},
+	RuleTokenBudgetStarved: func() Scenario {
+		return faulty(RuleTokenBudgetStarved,
+			"max_num_batched_tokens lowered to 96: each prompt is prefilled in many small chunks",
+			RuleTokenBudgetStarved, nil,
+			func(e EngineConfig, _ Load) (*EngineConfig, *Load) {
+				e.MaxNumBatchedTokens = 96
+				return &e, nil
+			})
+	},
+	RulePrefixCacheMiss: func() Scenario {
+		return faulty(RulePrefixCacheMiss,
+			"a 7000-token shared system prompt; during the fault it carries a per-request timestamp, so no prompt shares its prefix",
+			RulePrefixCacheMiss,
+			func(in *Instance) {
+				in.Load.PrefixTokens, in.Load.NumPrefixes, in.Load.RatePerSecond = 7000, 2, 1.5
+				in.Load.SuffixTokens = Dist{Mean: 200, CV: 0.5, Min: 8}
+				in.Engine.NumGPUBlocks = 12000
+			},
+			func(_ EngineConfig, l Load) (*EngineConfig, *Load) {
+				l.UniquePrefix = true
+				return nil, &l
+			})
+	},
+	RuleSpecDecodeInefficient: func() Scenario {
+		return faulty(RuleSpecDecodeInefficient,
+			"speculative decoding with 3 draft tokens; during the fault clients sample at temperature 1.0 and the drafter's acceptance drops from 0.85 to 0.35 per token",
+			RuleSpecDecodeInefficient,
+			func(in *Instance) {
+				in.Engine.SpecTokens, in.Engine.SpecAcceptance = 3, 0.85
+			},
+			func(e EngineConfig, l Load) (*EngineConfig, *Load) {
+				e.SpecAcceptance = 0.35
+				l.Temperature = 1.0
+				return &e, &l
+			})
+	},
+	RuleKVCacheSaturated: func() Scenario {
+		return faulty(RuleKVCacheSaturated,
+			"answers grow to ~1200 tokens: the running requests need more KV blocks than the pool has, and are preempted",
+			RuleKVCacheSaturated, nil,
+			func(_ EngineConfig, l Load) (*EngineConfig, *Load) {
+				l.OutputTokens = Dist{Mean: 1200, CV: 0.3, Min: 64}
+				l.MaxTokens = 2048
+				l.RatePerSecond = 3
+				return nil, &l
+			})
+	},
+	RulePreemptionsFreeCache: func() Scenario {
+		return faulty(RulePreemptionsFreeCache,
+			"max_num_seqs raised to 512 on a 1600-block pool with long-tailed answers: decodes outgrow the pool in bursts, preempted requests wait at the head of the queue while the cache drains",
+			RulePreemptionsFreeCache, nil,
+			func(e EngineConfig, l Load) (*EngineConfig, *Load) {
+				e.MaxNumSeqs = 512
+				e.NumGPUBlocks = 1600
+				l.OutputTokens = Dist{Mean: 300, CV: 1.5, Min: 4}
+				l.MaxTokens = 4096
+				return &e, &l
+			})
+	},
+	RuleQueueWithFreeCache: func() Scenario {
+		return faulty(RuleQueueWithFreeCache,
+			"max_num_batched_tokens lowered to 32: the engine cannot prefill as fast as requests arrive, the queue grows while the cache stays empty",
+			RuleQueueWithFreeCache, nil,
+			func(e EngineConfig, _ Load) (*EngineConfig, *Load) {
+				e.MaxNumBatchedTokens = 32
+				return &e, nil
+			})
+	},
+	RulePastTheKnee: func() Scenario {
+		return faulty(RulePastTheKnee,
+			"traffic rises from 4 to 11 requests a second against max_num_seqs 64 sized to the KV pool: the cache is full and the queue grows",
+			RulePastTheKnee,
+			func(in *Instance) {
+				in.Engine.MaxNumSeqs = 64
+				in.Engine.NumGPUBlocks = 2300
+				in.Load.SuffixTokens.CV, in.Load.OutputTokens.CV = 0.2, 0.2
+			},
+			func(_ EngineConfig, l Load) (*EngineConfig, *Load) {
+				l.RatePerSecond = 11
+				return nil, &l
+			})
+	},
+	RuleClientTimeouts: func() Scenario {
+		return faulty(RuleClientTimeouts,
+			"a client with a 2.5 s timeout: answers take ~3 s, so about half the requests are aborted",
+			RuleClientTimeouts, nil,
+			func(_ EngineConfig, l Load) (*EngineConfig, *Load) {
+				l.ClientTimeout = 2.5
+				return nil, &l
+			})
+	},
+	RulePrefillBound: func() Scenario {
+		return faulty(RulePrefillBound,
+			"prompts grow from ~650 to ~2650 tokens (long contexts): TTFT and prefill time rise together",
+			RulePrefillBound, nil,
+			func(_ EngineConfig, l Load) (*EngineConfig, *Load) {
+				l.SuffixTokens = Dist{Mean: 2400, CV: 0.3, Min: 8}
+				return nil, &l
+			})
+	},
+	RuleDecodeBound: func() Scenario {
+		return faulty(RuleDecodeBound,
+			"traffic rises to 10 requests a second with 300-token answers: the batch widens and each decode step reads far more KV",
+			RuleDecodeBound,
+			func(in *Instance) {
+				in.Engine.NumGPUBlocks, in.Engine.MaxNumSeqs = 16000, 512
+			},
+			func(_ EngineConfig, l Load) (*EngineConfig, *Load) {
+				l.RatePerSecond = 10
+				l.OutputTokens = Dist{Mean: 300, CV: 0.5, Min: 4}
+				return nil, &l
+			})
+	},
+}
+
+// Scenarios lists the names of the built-in scenarios, sorted.
+func Scenarios() []string {
+	names := make([]string, 0, len(catalogue))
+	for n := range catalogue {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Lookup returns a fresh copy of a built-in scenario.
+func Lookup(name string) (Scenario, error) {
+	f, ok := catalogue[name]
+	if !ok {
+		return Scenario{}, fmt.Errorf("unknown scenario %q; known scenarios: %s", name, strings.Join(Scenarios(), ", "))
+	}
+	return f(), nil
+}
+
+// FaultRules lists the matrix rules that have a scenario of their own.
+func FaultRules() []string {
+	var out []string
+	for n := range catalogue {
+		if knownRules[n] && n != faultRestart {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
