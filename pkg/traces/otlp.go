@@ -1,10 +1,11 @@
 package traces
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
-	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,18 +40,66 @@ func padHex(id string, n int) string {
 	return s
 }
 
-// hexID matches an OTLP id field written in hex. Jaeger writes ids in hex where protojson's
-// mapping of bytes fields is base64 (Tempo follows the mapping). 16 and 32 hex digits cannot
-// be mistaken for base64 ids: base64 of 8 or 16 bytes has 12 or 24 characters. The pattern
-// cannot match inside a string value, whose quotes are escaped.
-var hexID = regexp.MustCompile(`"(traceId|spanId|parentSpanId)"(\s*:\s*)"([0-9a-fA-F]{32}|[0-9a-fA-F]{16})"`)
+// idKeys are the OTLP fields that hold trace and span ids (in spans and their links).
+var idKeys = [][]byte{[]byte(`"traceId"`), []byte(`"spanId"`), []byte(`"parentSpanId"`)}
 
+// hexIDsToBase64 rewrites OTLP id fields written in hex to base64. Jaeger writes ids in hex
+// where protojson's mapping of bytes fields is base64 (Tempo follows the mapping). 16 and 32
+// hex digits cannot be mistaken for base64 ids: base64 of 8 or 16 bytes has 12 or 24
+// characters. A key inside a string value cannot match: its quotes are escaped. A scan, not
+// a regular expression: this runs over answers of up to MaxBodyBytes.
 func hexIDsToBase64(b []byte) []byte {
-	return hexID.ReplaceAllFunc(b, func(m []byte) []byte {
-		sub := hexID.FindSubmatch(m)
-		raw, _ := hex.DecodeString(string(sub[3]))
-		return fmt.Appendf(nil, `"%s"%s"%s"`, sub[1], sub[2], base64.StdEncoding.EncodeToString(raw))
-	})
+	var out []byte
+	done := 0
+	for i := 0; ; {
+		k := bytes.Index(b[i:], []byte(`Id"`))
+		if k < 0 {
+			break
+		}
+		keyEnd := i + k + 3
+		i = keyEnd
+		if !slices.ContainsFunc(idKeys, func(key []byte) bool { return bytes.HasSuffix(b[:keyEnd], key) }) {
+			continue
+		}
+		p := skipSpace(b, keyEnd)
+		if p >= len(b) || b[p] != ':' {
+			continue
+		}
+		p = skipSpace(b, p+1)
+		if p >= len(b) || b[p] != '"' {
+			continue
+		}
+		q := p + 1
+		for q < len(b) && isHex(b[q]) {
+			q++
+		}
+		if q >= len(b) || b[q] != '"' || (q-p-1 != 16 && q-p-1 != 32) {
+			continue
+		}
+		raw, _ := hex.DecodeString(string(b[p+1 : q]))
+		if out == nil {
+			out = make([]byte, 0, len(b))
+		}
+		out = append(out, b[done:p+1]...)
+		out = base64.StdEncoding.AppendEncode(out, raw)
+		done = q
+		i = q
+	}
+	if out == nil {
+		return b
+	}
+	return append(out, b[done:]...)
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+func isHex(c byte) bool {
+	return ('0' <= c && c <= '9') || ('a' <= c && c <= 'f') || ('A' <= c && c <= 'F')
 }
 
 var otlpJSON = protojson.UnmarshalOptions{DiscardUnknown: true}
