@@ -152,9 +152,10 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// suggest returns ` (did you mean "x"?)` for the closest known name within a few edits.
+// suggest returns ` (did you mean "x"?)` for the closest known name, if fewer edits than half
+// the name's length separate them.
 func suggest(name string, known []string) string {
-	best, bestD := "", 4
+	best, bestD := "", max(2, len(name)/2+1)
 	for _, k := range known {
 		if d := editDistance(name, k); d < bestD {
 			best, bestD = k, d
