@@ -1,0 +1,166 @@
+package frames
+
+import (
+	"strings"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+
+	"github.com/seed/vllm-datasource/pkg/diagnosis"
+	"github.com/seed/vllm-datasource/pkg/series"
+)
+
+// Findings is the `diagnosis` query's default format: one row per finding, with the fields of
+// DESIGN §3. The same frame serves as an annotation query result: Grafana maps time, timeEnd,
+// title, text and tags (one comma-separated string, which its annotation mapping splits).
+// headline and secondary_to are added: the instance's likely bottleneck, and the cause a
+// symptom is secondary to. Notices say which rules had insufficient data or did not apply.
+func Findings(res diagnosis.Result) *data.Frame {
+	n := len(res.Findings)
+	var (
+		start, end                          = make([]time.Time, n), make([]time.Time, n)
+		rule, severity, title, text, tags   = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		cause, action, evidence, confidence = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		instance, model, secondary          = make([]string, n), make([]string, n), make([]string, n)
+		headline                            = make([]bool, n)
+	)
+	for i, f := range res.Findings {
+		start[i], end[i] = f.Start, f.End
+		rule[i], severity[i], title[i], text[i] = f.Rule, string(f.Severity), f.Title, f.Text
+		tags[i] = strings.Join(f.Tags(), ",")
+		cause[i], action[i] = f.Cause, f.Action
+		evidence[i] = f.Evidence.String() + "; confidence " + f.Confidence.String()
+		confidence[i] = f.Confidence.Level
+		instance[i], model[i], secondary[i], headline[i] = f.Key.Instance, f.Key.Model, f.SecondaryTo, f.Headline
+	}
+	frame := data.NewFrame("findings",
+		data.NewField("time", nil, start),
+		data.NewField("timeEnd", nil, end),
+		data.NewField("rule", nil, rule),
+		data.NewField("severity", nil, severity),
+		data.NewField("title", nil, title),
+		data.NewField("text", nil, text),
+		data.NewField("tags", nil, tags),
+		data.NewField("cause", nil, cause),
+		data.NewField("action", nil, action),
+		data.NewField("evidence", nil, evidence),
+		data.NewField("confidence", nil, confidence),
+		data.NewField("instance", nil, instance),
+		data.NewField("model_name", nil, model),
+		data.NewField("headline", nil, headline),
+		data.NewField("secondary_to", nil, secondary),
+	)
+	frame.Meta = &data.FrameMeta{PreferredVisualization: data.VisTypeTable, Notices: notices(res.Notices, nil, "")}
+	return frame
+}
+
+// stateColors colour the timeline's states the way Grafana's alert list does.
+var stateColors = data.ValueMappings{data.ValueMapper{
+	string(diagnosis.OK):               {Text: "ok", Color: "green", Index: 0},
+	string(diagnosis.Pending):          {Text: "pending", Color: "yellow", Index: 1},
+	string(diagnosis.Firing):           {Text: "firing", Color: "red", Index: 2},
+	string(diagnosis.InsufficientData): {Text: "insufficient data", Color: "text", Index: 3},
+	string(diagnosis.NotApplicable):    {Text: "not applicable", Color: "transparent", Index: 4},
+}}
+
+// Timeline is the `timeline` format for Grafana's state timeline panel: one frame per instance
+// and model, a time field and one string field per rule (named by rule id, labelled instance and
+// model_name) whose values are the states ok, pending, firing, insufficient_data and
+// not_applicable, coloured by value mappings. Each frame carries the notices of its key.
+func Timeline(res diagnosis.Result) data.Frames {
+	times := gridTimes(res.Grid)
+	out := make(data.Frames, 0, len(res.Timelines))
+	for _, tl := range res.Timelines {
+		frame := data.NewFrame("timeline "+keyName(tl.Key), data.NewField("time", nil, times))
+		for _, rs := range tl.Rules {
+			states := make([]string, len(rs.States))
+			for i, s := range rs.States {
+				states[i] = string(s)
+			}
+			field := data.NewField(rs.Rule, KeyLabels(tl.Key), states)
+			field.Config = &data.FieldConfig{DisplayNameFromDS: displayName(rs.Rule, tl.Key), Mappings: stateColors}
+			frame.Fields = append(frame.Fields, field)
+		}
+		k := tl.Key
+		frame.Meta = &data.FrameMeta{Notices: notices(res.Notices, &k, "")}
+		out = append(out, frame)
+	}
+	if len(out) == 0 {
+		out = append(out, data.NewFrame("timeline"))
+		out[0].Meta = &data.FrameMeta{Notices: notices(res.Notices, nil, "")}
+	}
+	return out
+}
+
+// AlertSeries is the `alert` format for Grafana unified alerting: one numeric series per rule,
+// severity and key (1 while the condition holds, else 0, without the rule's `for`), labelled
+// rule, severity, instance and model_name, as dataplane time-series-multi frames. Each carries
+// the notices of its rule and key.
+func AlertSeries(res diagnosis.Result) data.Frames {
+	times := gridTimes(res.Grid)
+	meta := func() *data.FrameMeta {
+		return &data.FrameMeta{Type: data.FrameTypeTimeSeriesMulti, TypeVersion: data.FrameTypeVersion{0, 1}}
+	}
+	out := make(data.Frames, 0, len(res.Alerts))
+	for _, a := range res.Alerts {
+		labels := KeyLabels(a.Key)
+		labels["rule"], labels["severity"] = a.Rule, string(a.Severity)
+		values := append([]float64(nil), a.Values...)
+		frame := data.NewFrame(a.Rule, data.NewField("time", nil, times), data.NewField("value", labels, values))
+		frame.Meta = meta()
+		k := a.Key
+		frame.Meta.Notices = notices(res.Notices, &k, a.Rule)
+		out = append(out, frame)
+	}
+	if len(out) == 0 {
+		empty := data.NewFrame("alert", data.NewField("time", nil, []time.Time{}), data.NewField("value", nil, []float64{}))
+		empty.Meta = meta()
+		empty.Meta.Notices = notices(res.Notices, nil, "")
+		out = append(out, empty)
+	}
+	return out
+}
+
+// notices turns the diagnosis notices into frame notices, keeping those of one key and rule
+// when given: insufficient data is a warning (the answer is partial), not applicable is info.
+func notices(ns []diagnosis.Notice, key *series.Key, rule string) []data.Notice {
+	var out []data.Notice
+	for _, n := range ns {
+		if rule != "" && n.Rule != rule {
+			continue
+		}
+		if key != nil && !hasKey(n.Keys, *key) {
+			continue
+		}
+		sev := data.NoticeSeverityWarning
+		if n.State == diagnosis.NotApplicable {
+			sev = data.NoticeSeverityInfo
+		}
+		out = append(out, data.Notice{Severity: sev, Text: n.Text()})
+	}
+	return out
+}
+
+func hasKey(keys []series.Key, k series.Key) bool {
+	for _, x := range keys {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+func gridTimes(g series.Grid) []time.Time {
+	times := make([]time.Time, g.Len)
+	for i := range times {
+		times[i] = g.Time(i)
+	}
+	return times
+}
+
+func keyName(k series.Key) string {
+	if k.Model == "" {
+		return k.Instance
+	}
+	return k.Instance + " " + k.Model
+}

@@ -1,0 +1,185 @@
+package frames
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+
+	"github.com/seed/vllm-datasource/pkg/diagnosis"
+	"github.com/seed/vllm-datasource/pkg/series"
+	"github.com/seed/vllm-datasource/pkg/vllm"
+)
+
+var (
+	start   = time.Date(2026, 8, 20, 10, 0, 0, 0, time.UTC)
+	keySat  = series.Key{Instance: "10.0.0.1:8000", Model: "llama"}
+	keyCalm = series.Key{Instance: "10.0.0.2:8000", Model: "llama"}
+)
+
+// diagnosed is 15 minutes of two instances: one whose KV cache saturates, one calm; speculative
+// decoding is off, so spec_decode_inefficient does not apply.
+func diagnosed(t *testing.T) diagnosis.Result {
+	t.Helper()
+	const n = 60
+	set := series.NewSet(series.Grid{Start: start, Step: 15 * time.Second, Len: n})
+	put := func(k series.Key, sig series.Signal, v float64) {
+		s := series.NewSeries(sig, k, n)
+		for i := range s.Values {
+			s.Values[i] = v
+		}
+		set.Put(s)
+	}
+	put(keySat, series.KVUsage, 0.97)
+	put(keySat, series.PreemptionRate, 2.3)
+	put(keyCalm, series.KVUsage, 0.4)
+	put(keyCalm, series.PreemptionRate, 0)
+	set.Absent[series.SpecAcceptanceRate] = "speculative decoding is off"
+	set.CacheConfig[keySat.Instance] = vllm.CacheConfig{PrefixCaching: true, PrefixCachingKnown: true, BlockSize: 16}
+	res, err := diagnosis.Evaluate(set, diagnosis.Options{Rules: []string{diagnosis.KVCacheSaturated, diagnosis.SpecDecodeInefficient}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestFindingsFrameHasTheDesignFields(t *testing.T) {
+	res := diagnosed(t)
+	frame := Findings(res)
+	want := []struct {
+		name string
+		typ  data.FieldType
+	}{
+		{"time", data.FieldTypeTime}, {"timeEnd", data.FieldTypeTime}, {"rule", data.FieldTypeString},
+		{"severity", data.FieldTypeString}, {"title", data.FieldTypeString}, {"text", data.FieldTypeString},
+		{"tags", data.FieldTypeString}, {"cause", data.FieldTypeString}, {"action", data.FieldTypeString},
+		{"evidence", data.FieldTypeString}, {"confidence", data.FieldTypeString}, {"instance", data.FieldTypeString},
+		{"model_name", data.FieldTypeString}, {"headline", data.FieldTypeBool}, {"secondary_to", data.FieldTypeString},
+	}
+	if len(frame.Fields) != len(want) {
+		t.Fatalf("%d fields, want %d", len(frame.Fields), len(want))
+	}
+	for i, w := range want {
+		if f := frame.Fields[i]; f.Name != w.name || f.Type() != w.typ {
+			t.Errorf("field %d is %s %s, want %s %s", i, f.Name, f.Type(), w.name, w.typ)
+		}
+	}
+	if rows, _ := frame.RowLen(); rows != len(res.Findings) || rows != 1 {
+		t.Fatalf("%d rows for %d findings", rows, len(res.Findings))
+	}
+	f := res.Findings[0]
+	row := map[string]any{}
+	for _, field := range frame.Fields {
+		row[field.Name] = field.At(0)
+	}
+	if row["tags"] != "kv_cache_saturated,critical,"+keySat.Instance {
+		t.Errorf("tags %q: want rule, severity, instance comma-separated", row["tags"])
+	}
+	if row["time"] != f.Start || row["timeEnd"] != f.End || row["title"] != "KV cache saturated on instance "+keySat.Instance {
+		t.Errorf("row %v", row)
+	}
+	if ev := row["evidence"].(string); !strings.Contains(ev, "kv_usage 0.97") || !strings.Contains(ev, "confidence ") {
+		t.Errorf("evidence %q", ev)
+	}
+	if row["confidence"] != f.Confidence.Level || row["headline"] != true {
+		t.Errorf("confidence %v headline %v", row["confidence"], row["headline"])
+	}
+}
+
+func TestFindingsFrameNoticesNameRuleAndReason(t *testing.T) {
+	frame := Findings(diagnosed(t))
+	if frame.Meta == nil || len(frame.Meta.Notices) != 1 {
+		t.Fatalf("meta %+v", frame.Meta)
+	}
+	n := frame.Meta.Notices[0]
+	if n.Severity != data.NoticeSeverityInfo || !strings.Contains(n.Text, "spec_decode_inefficient") || !strings.Contains(n.Text, "speculative decoding is off") {
+		t.Fatalf("notice %+v", n)
+	}
+	if _, err := json.Marshal(frame); err != nil {
+		t.Fatalf("frame does not serialise: %v", err)
+	}
+}
+
+func TestTimelineIsOneFramePerKeyWithAStringFieldPerRule(t *testing.T) {
+	res := diagnosed(t)
+	frames := Timeline(res)
+	if len(frames) != 2 {
+		t.Fatalf("%d frames, want one per key", len(frames))
+	}
+	states := map[string]bool{}
+	for _, s := range []diagnosis.State{diagnosis.OK, diagnosis.Pending, diagnosis.Firing, diagnosis.InsufficientData, diagnosis.NotApplicable} {
+		states[string(s)] = true
+	}
+	for i, frame := range frames {
+		key := res.Timelines[i].Key
+		if frame.Fields[0].Name != "time" || frame.Fields[0].Len() != res.Grid.Len {
+			t.Fatalf("first field %s of %d", frame.Fields[0].Name, frame.Fields[0].Len())
+		}
+		rules := frame.Fields[1:]
+		if len(rules) != 2 || rules[0].Name != diagnosis.SpecDecodeInefficient || rules[1].Name != diagnosis.KVCacheSaturated {
+			t.Fatalf("rule fields %v", rules)
+		}
+		for _, f := range rules {
+			if f.Type() != data.FieldTypeString || f.Labels["instance"] != key.Instance || f.Labels["model_name"] != key.Model || f.Config == nil || len(f.Config.Mappings) == 0 {
+				t.Fatalf("field %s: %s %v", f.Name, f.Type(), f.Labels)
+			}
+			for j := 0; j < f.Len(); j++ {
+				if !states[f.At(j).(string)] {
+					t.Fatalf("state %q", f.At(j))
+				}
+			}
+		}
+		if len(frame.Meta.Notices) != 1 {
+			t.Fatalf("notices of %v: %+v", key, frame.Meta.Notices)
+		}
+	}
+	if got := frames[0].Fields[2].At(res.Grid.Len - 1); got != string(diagnosis.Firing) {
+		t.Fatalf("saturated instance ends %v", got)
+	}
+}
+
+func TestAlertSeriesAreLabelledTimeSeriesMultiFrames(t *testing.T) {
+	res := diagnosed(t)
+	frames := AlertSeries(res)
+	// kv_cache_saturated has one severity, spec_decode_inefficient two; two keys.
+	if len(frames) != 6 {
+		t.Fatalf("%d frames, want 6", len(frames))
+	}
+	for _, frame := range frames {
+		if frame.Meta == nil || frame.Meta.Type != data.FrameTypeTimeSeriesMulti {
+			t.Fatalf("meta %+v", frame.Meta)
+		}
+		if schema := frame.TimeSeriesSchema(); schema.Type != data.TimeSeriesTypeWide {
+			t.Fatalf("frame %s is not a wide time series", frame.Name)
+		}
+		v := frame.Fields[1]
+		if v.Type() != data.FieldTypeFloat64 {
+			t.Fatalf("value type %s", v.Type())
+		}
+		for _, l := range []string{"rule", "severity", "instance", "model_name"} {
+			if v.Labels[l] == "" {
+				t.Fatalf("value labels %v lack %s", v.Labels, l)
+			}
+		}
+		want := 0.0
+		if v.Labels["rule"] == diagnosis.KVCacheSaturated && v.Labels["instance"] == keySat.Instance {
+			want = 1
+		}
+		if got := v.At(0).(float64); got != want {
+			t.Fatalf("%v starts at %v, want %v (no `for` in alert series)", v.Labels, got, want)
+		}
+	}
+}
+
+func TestAlertSeriesOfNoInstanceIsOneTypedEmptyFrame(t *testing.T) {
+	res, err := diagnosis.Evaluate(series.NewSet(series.Grid{Start: start, Step: time.Minute, Len: 5}), diagnosis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames := AlertSeries(res)
+	if len(frames) != 1 || frames[0].Meta.Type != data.FrameTypeTimeSeriesMulti {
+		t.Fatalf("frames %v", frames)
+	}
+}
