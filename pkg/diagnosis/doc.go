@@ -5,7 +5,8 @@
 //
 //	signals, err := diagnosis.RequiredSignals(ruleIDs)      // what to fetch (empty ids = all rules)
 //	lookback, err := diagnosis.Lookback(opts)               // how far before the range the grid must start
-//	th, err := diagnosis.ParseThresholds(jsonData.thresholds) // settings overrides, validated
+//	th, err := diagnosis.ParseThresholds(rawJSON)           // settings overrides, validated (or a
+//	                                                        // Thresholds field in the settings struct)
 //	res, err := diagnosis.Evaluate(set, diagnosis.Options{
 //	    Rules: ids, Thresholds: th, MinRequests: 20, Baseline: time.Hour, EvalFrom: from})
 //	entries, err := diagnosis.Catalog(th)                   // the `GET rules` resource, thresholds in force

@@ -87,6 +87,32 @@ type env struct {
 	baseSteps   int
 	baseLabel   string
 	baselines   map[baseKey]*baselineSeries
+	// found memoises the key's series by signal: a rule reads a handful of them at every step,
+	// and a linear scan of those beats the set's two map lookups.
+	found []*series.Series
+}
+
+// get returns the key's series of a signal, or nil.
+func (e *env) get(s series.Signal) *series.Series {
+	for _, x := range e.found {
+		if x.Signal == s {
+			return x
+		}
+	}
+	x := e.set.Get(e.key, s)
+	if x != nil {
+		e.found = append(e.found, x)
+	}
+	return x
+}
+
+// at is a signal's value at step i, NaN without a sample.
+func (e *env) at(s series.Signal, i int) float64 {
+	x := e.get(s)
+	if x == nil || i < 0 || i >= len(x.Values) {
+		return math.NaN()
+	}
+	return x.Values[i]
 }
 
 func (e *env) p(name string) float64 { return e.rule.Param(name) }
@@ -98,7 +124,7 @@ func (e *env) cacheConfig() (vllm.CacheConfig, bool) {
 
 // value is a signal at step i; NaN (and a reason) when there is no sample.
 func (e *env) value(j *judge, s series.Signal, i int) float64 {
-	v := e.set.Value(e.key, s, i)
+	v := e.at(s, i)
 	if math.IsNaN(v) {
 		j.lack("no " + string(s) + " sample")
 	}
@@ -106,11 +132,11 @@ func (e *env) value(j *judge, s series.Signal, i int) float64 {
 }
 
 // optional is a signal at step i, NaN without complaint when it has no sample.
-func (e *env) optional(s series.Signal, i int) float64 { return e.set.Value(e.key, s, i) }
+func (e *env) optional(s series.Signal, i int) float64 { return e.at(s, i) }
 
 // enough reports whether the window ending at step i holds enough requests for a quantile.
 func (e *env) enough(j *judge, i int) bool {
-	n := e.set.Value(e.key, series.RequestCount, i)
+	n := e.at(series.RequestCount, i)
 	if math.IsNaN(n) || n < e.minRequests {
 		j.lack(fmt.Sprintf("fewer than %s requests in the window", num(e.minRequests)))
 		return false
@@ -128,7 +154,7 @@ func (e *env) bounds(j *judge, s series.Signal, i int) (lo, hi float64) {
 }
 
 func (e *env) rawBounds(j *judge, s series.Signal, i int) (lo, hi float64) {
-	x := e.set.Get(e.key, s)
+	x := e.get(s)
 	nan := math.NaN()
 	if x == nil || i >= len(x.Values) || math.IsNaN(x.Values[i]) {
 		j.lack("no " + string(s) + " sample")
@@ -191,7 +217,7 @@ func (e *env) baseline(s series.Signal, quantile bool) *baselineSeries {
 		if !quantile {
 			return v, v, true
 		}
-		if c := e.set.Value(e.key, series.RequestCount, i); math.IsNaN(c) || c < e.minRequests {
+		if c := e.at(series.RequestCount, i); math.IsNaN(c) || c < e.minRequests {
 			return 0, 0, false
 		}
 		if !x.HasBounds() {

@@ -80,7 +80,9 @@ type RuleStates struct {
 
 // Alert is a rule's condition for one key at one severity, without `for` (a Grafana alert rule
 // applies its own pending period): 1 at each step of Result.Grid where the condition holds at
-// that severity or above, else 0, unknown steps included.
+// that severity or above, else 0. Unknown steps, and keys where the rule does not apply, are 0
+// rather than missing, so that an alert rule on a fleet does not go to NoData for an instance
+// without speculative decoding; the notices say why.
 type Alert struct {
 	Rule     string
 	Severity Severity

@@ -59,6 +59,17 @@ func ParseThresholds(raw []byte) (Thresholds, error) {
 	return th, nil
 }
 
+// UnmarshalJSON parses and validates, so that a settings struct with a Thresholds field reports
+// the same actionable errors as ParseThresholds.
+func (t *Thresholds) UnmarshalJSON(b []byte) error {
+	th, err := ParseThresholds(b)
+	if err != nil {
+		return err
+	}
+	*t = th
+	return nil
+}
+
 // Validate checks every override: known rule, known parameter, value in range.
 func (t Thresholds) Validate() error { return errors.Join(t.check()...) }
 

@@ -74,6 +74,19 @@ func TestParseThresholdsRejectsWithActionableErrors(t *testing.T) {
 	}
 }
 
+func TestSettingsStructGetsTheSameValidation(t *testing.T) {
+	var settings struct {
+		Thresholds Thresholds `json:"thresholds"`
+	}
+	if err := json.Unmarshal([]byte(`{"thresholds": {"kv_cache_saturated": {"kv_usage": 0.9}}}`), &settings); err != nil || settings.Thresholds[KVCacheSaturated]["kv_usage"] != 0.9 {
+		t.Fatalf("valid settings: %v, %v", settings.Thresholds, err)
+	}
+	err := json.Unmarshal([]byte(`{"thresholds": {"kv_cache_saturated": {"kv_usage": "0.9"}}}`), &settings)
+	if err == nil || !strings.Contains(err.Error(), "write the number without quotes") {
+		t.Fatalf("invalid settings: %v", err)
+	}
+}
+
 func TestEvaluateRejectsInvalidThresholdsAndRuleIDs(t *testing.T) {
 	set := newSet(10)
 	for _, opts := range []Options{
