@@ -23,5 +23,11 @@ export default tseslint.config(
   {
     files: ['*.{js,mjs,cjs}', '.config/**/*.{js,mjs,cjs}'],
     languageOptions: { globals: { ...globals.node } },
+  },
+  {
+    // Jest loads its config and setup files as CommonJS, the setup ones inside jsdom.
+    files: ['*.{js,cjs}', '.config/**/*.{js,cjs}'],
+    languageOptions: { sourceType: 'commonjs', globals: { ...globals.node, ...globals.browser } },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
   }
 );

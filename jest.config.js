@@ -2,9 +2,10 @@
 module.exports = {
   testEnvironment: 'jsdom',
   roots: ['<rootDir>/src'],
+  setupFiles: ['<rootDir>/.config/jest/setup-env.js'],
   setupFilesAfterEnv: ['<rootDir>/jest.setup.ts'],
   transform: {
-    '^.+\\.(t|j)sx?$': [
+    '^.+\\.(m?js|jsx|tsx?)$': [
       '@swc/jest',
       {
         jsc: {
@@ -14,9 +15,43 @@ module.exports = {
       },
     ],
   },
-  // Some of @grafana/ui's dependencies ship only ES modules.
-  transformIgnorePatterns: ['node_modules/(?!(d3|d3-.*|internmap|delaunator|robust-predicates|ol|uuid|marked|react-colorful|@kusto)/)'],
+  // Some of @grafana/ui's dependencies ship only ES modules: let swc compile those to CommonJS.
+  transformIgnorePatterns: [
+    `node_modules/(?!(${[
+      'd3',
+      'd3-.*',
+      'internmap',
+      'delaunator',
+      'robust-predicates',
+      'react-calendar',
+      'get-user-locale',
+      'memoize',
+      'mimic-function',
+      '@wojtekmaj',
+      'date-fns',
+      'ol',
+      'uuid',
+      'marked',
+      'marked-mangle',
+      'react-loading-skeleton',
+      '@grafana/react-data-grid',
+      '@tanstack',
+      '@leeoniya',
+      'compute-scroll-into-view',
+      'web-vitals',
+      'earcut',
+      'rbush',
+      'quickselect',
+      'pbf',
+      'geotiff',
+      'zstddec',
+      'web-worker',
+      'quick-lru',
+      'stylis',
+    ].join('|')})/)`,
+  ],
   moduleNameMapper: {
+    '^react-inlinesvg$': '<rootDir>/.config/jest/inlinesvg-stub.js',
     '\\.(css|scss|svg)$': '<rootDir>/.config/jest/style-stub.js',
   },
   reporters: ['default', '<rootDir>/.config/jest/summary-reporter.js'],

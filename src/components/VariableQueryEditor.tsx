@@ -34,11 +34,9 @@ export function VariableQueryEditor({ query: raw, onChange }: Props) {
   const query = variableQuery(raw);
   const filterKey = query.kind === 'instances' ? 'model' : 'instance';
 
-  const onKindChange = (kind: VllmVariableQuery['kind']) => {
-    const filter = kind === 'instances' ? query.model : query.instance;
-    const { refId } = query;
-    onChange(kind === 'instances' ? { refId, kind, model: filter } : { refId, kind, instance: filter });
-  };
+  // Each filter stays on its own label, so switching back and forth loses nothing; only the one
+  // for the listed kind is sent.
+  const onKindChange = (kind: VllmVariableQuery['kind']) => onChange({ ...query, kind });
 
   return (
     <>
@@ -59,7 +57,7 @@ export function VariableQueryEditor({ query: raw, onChange }: Props) {
           placeholder="All"
           value={query[filterKey]}
           validate={noCheck}
-          onCommit={(v) => onChange({ refId: query.refId, kind: query.kind, [filterKey]: v === '' ? undefined : v })}
+          onCommit={(v) => onChange({ ...query, [filterKey]: v === '' ? undefined : v })}
         />
       </InlineFieldRow>
     </>

@@ -1,0 +1,246 @@
+import { type DataSourceInstanceSettings, type DataSourceSettings } from '@grafana/data';
+import { act, render, screen, waitFor, within } from '@testing-library/react';
+import userEvent from '@testing-library/user-event';
+import { useState } from 'react';
+
+import { selectors } from '../selectors';
+import { RULES } from '../testUtils';
+import { type VllmDataSourceOptions, type VllmSecureJsonData } from '../types';
+import { ConfigEditor } from './ConfigEditor';
+import { typeAndLeave } from './userActions';
+
+// Stand-ins for Grafana's services: the backend's rules route (answered by mockGet) and the
+// data source picker, which needs Grafana's data source registry.
+const mockGet = jest.fn();
+jest.mock('@grafana/runtime', () => ({
+  ...jest.requireActual('@grafana/runtime'),
+  getBackendSrv: () => ({ get: mockGet }),
+  DataSourcePicker: (props: { onChange: (ds: Partial<DataSourceInstanceSettings>) => void; type: string[] }) => (
+    <button type="button" onClick={() => props.onChange({ uid: 'tempo-uid', type: 'tempo' })}>
+      pick {props.type.join(' or ')}
+    </button>
+  ),
+}));
+
+const ids = selectors.configEditor;
+
+type Settings = DataSourceSettings<VllmDataSourceOptions, VllmSecureJsonData>;
+
+function settings(jsonData: VllmDataSourceOptions = {}, secureJsonFields: Record<string, boolean> = {}): Settings {
+  return {
+    id: 1,
+    uid: 'vllm-uid',
+    orgId: 1,
+    name: 'vLLM',
+    type: 'seed-vllm-datasource',
+    typeName: 'vLLM Diagnosis',
+    typeLogoUrl: '',
+    access: 'proxy',
+    url: 'http://prometheus:9090',
+    user: '',
+    database: '',
+    basicAuth: false,
+    basicAuthUser: '',
+    isDefault: false,
+    withCredentials: false,
+    readOnly: false,
+    jsonData,
+    secureJsonFields,
+    secureJsonData: {},
+  };
+}
+
+/**
+ * Renders the editor the way Grafana does (each change comes back as the new options), once the
+ * rules request has been answered.
+ */
+async function setup(initial: Settings, rules: unknown = RULES) {
+  if (rules instanceof Error || (rules && typeof rules === 'object' && 'status' in rules)) {
+    mockGet.mockRejectedValue(rules);
+  } else {
+    mockGet.mockResolvedValue(rules);
+  }
+  const onOptionsChange = jest.fn<void, [Settings]>();
+  function Harness() {
+    const [options, setOptions] = useState(initial);
+    return (
+      <ConfigEditor
+        options={options}
+        onOptionsChange={(next) => {
+          onOptionsChange(next);
+          setOptions(next);
+        }}
+      />
+    );
+  }
+  render(<Harness />);
+  await act(async () => {});
+  const last = () => onOptionsChange.mock.calls[onOptionsChange.mock.calls.length - 1]?.[0];
+  return { user: userEvent.setup(), onOptionsChange, last };
+}
+
+const tempo = { tracesBackend: 'tempo' as const };
+
+beforeEach(() => mockGet.mockReset());
+
+describe('ConfigEditor: Prometheus', () => {
+  it('shows the data source URL in Grafana HTTP settings', async () => {
+    await setup(settings());
+    expect(screen.getByDisplayValue('http://prometheus:9090')).toBeInTheDocument();
+  });
+
+  it.each<[string, string, string, Partial<VllmDataSourceOptions>]>([
+    ['the scrape interval', ids.scrapeInterval, '1m', { scrapeInterval: '1m' }],
+    ['label matchers', ids.labelMatchers, '{job="vllm"}', { labelMatchers: '{job="vllm"}' }],
+    ['the instance label', ids.instanceLabel, 'pod', { instanceLabel: 'pod' }],
+    ['the model label', ids.modelLabel, 'model', { modelLabel: 'model' }],
+  ])('saves %s', async (_name, testId, text, want) => {
+    const { user, last } = await setup(settings());
+    await typeAndLeave(user, testId, text);
+    expect(last()?.jsonData).toMatchObject(want);
+  });
+
+  it.each([
+    ['a scrape interval without a unit', ids.scrapeInterval, '15', /Prometheus duration/],
+    ['matchers without braces', ids.labelMatchers, 'job="vllm"', /in braces/],
+    ['a label name starting with a digit', ids.instanceLabel, '1abc', /Prometheus label name/],
+  ])('refuses %s inline and saves nothing', async (_name, testId, text, message) => {
+    const { user, onOptionsChange } = await setup(settings());
+    await typeAndLeave(user, testId, text);
+    expect(screen.getByRole('alert')).toHaveTextContent(message);
+    expect(onOptionsChange).not.toHaveBeenCalled();
+  });
+
+  it('clearing a setting removes it, so the backend default applies', async () => {
+    const { user, last } = await setup(settings({ scrapeInterval: '30s' }));
+    await typeAndLeave(user, ids.scrapeInterval, '');
+    expect(last()?.jsonData).not.toHaveProperty('scrapeInterval');
+  });
+
+  it('shows the defaults as placeholders', async () => {
+    await setup(settings(tempo));
+    expect(screen.getByTestId(ids.scrapeInterval)).toHaveAttribute('placeholder', '15s');
+    expect(screen.getByTestId(ids.modelLabel)).toHaveAttribute('placeholder', 'model_name');
+    expect(screen.getByTestId(ids.spanName)).toHaveAttribute('placeholder', 'llm_request');
+  });
+});
+
+describe('ConfigEditor: traces', () => {
+  it('hides the trace settings while the backend is none', async () => {
+    await setup(settings());
+    expect(screen.queryByTestId(ids.tracesUrl)).not.toBeInTheDocument();
+  });
+
+  it('chooses the trace backend', async () => {
+    const { user, last } = await setup(settings());
+    await user.click(within(screen.getByTestId(ids.tracesBackend)).getByText('Jaeger'));
+    expect(last()?.jsonData).toMatchObject({ tracesBackend: 'jaeger' });
+    expect(screen.getByTestId(ids.tracesUrl)).toHaveAttribute('placeholder', 'http://jaeger:16686');
+  });
+
+  it('saves an http URL for the traces', async () => {
+    const { user, last } = await setup(settings(tempo));
+    await typeAndLeave(user, ids.tracesUrl, 'http://tempo:3200');
+    expect(last()?.jsonData).toMatchObject({ tracesUrl: 'http://tempo:3200' });
+  });
+
+  it('refuses a traces URL without a scheme, inline, and saves nothing', async () => {
+    const { user, onOptionsChange } = await setup(settings(tempo));
+    await typeAndLeave(user, ids.tracesUrl, 'tempo:3200');
+    expect(screen.getByRole('alert')).toHaveTextContent('Use an http:// or https:// URL');
+    expect(onOptionsChange).not.toHaveBeenCalled();
+  });
+
+  it.each<[string, string, string, Partial<VllmDataSourceOptions>]>([
+    ['the basic auth user', ids.tracesBasicAuthUser, 'grafana', { tracesBasicAuthUser: 'grafana' }],
+    ['the service name', ids.serviceName, 'vllm-prod', { serviceName: 'vllm-prod' }],
+    ['the span name', ids.spanName, 'llm_request', { spanName: 'llm_request' }],
+    ['the span instance attribute', ids.spanInstanceAttribute, 'host.name', { spanInstanceAttribute: 'host.name' }],
+    ['the span model attribute', ids.spanModelAttribute, 'gen_ai.request.model', { spanModelAttribute: 'gen_ai.request.model' }],
+  ])('saves %s', async (_name, testId, text, want) => {
+    const { user, last } = await setup(settings(tempo));
+    await typeAndLeave(user, testId, text);
+    expect(last()?.jsonData).toMatchObject(want);
+  });
+
+  it('picks the Grafana trace data source among Tempo and Jaeger ones', async () => {
+    const { user, last } = await setup(settings(tempo));
+    await user.click(within(screen.getByTestId(ids.tracesDatasource)).getByText('pick tempo or jaeger'));
+    expect(last()?.jsonData).toMatchObject({ tracesDatasourceUid: 'tempo-uid' });
+  });
+});
+
+describe('ConfigEditor: trace secrets', () => {
+  it.each([
+    ['password', ids.tracesBasicAuthPassword, 'tracesBasicAuthPassword'],
+    ['bearer token', ids.tracesBearerToken, 'tracesBearerToken'],
+  ])('sends a new %s as secure data only', async (_name, testId, key) => {
+    const { user, last } = await setup(settings(tempo));
+    await user.type(screen.getByTestId(testId), 's3cret');
+    expect(last()?.secureJsonData).toMatchObject({ [key]: 's3cret' });
+    expect(JSON.stringify(last()?.jsonData)).not.toContain('s3cret');
+  });
+
+  it('shows a saved secret as configured without its value, and reset clears it', async () => {
+    const { user, last } = await setup(settings(tempo, { tracesBearerToken: true }));
+    const input = screen.getByTestId(ids.tracesBearerToken);
+    expect(input).toHaveValue('configured');
+    expect(input).toBeDisabled();
+    await user.click(screen.getByRole('button', { name: 'Reset' }));
+    expect(last()?.secureJsonFields).toMatchObject({ tracesBearerToken: false });
+    expect(last()?.secureJsonData).toMatchObject({ tracesBearerToken: '' });
+    expect(screen.getByTestId(ids.tracesBearerToken)).toBeEnabled();
+  });
+});
+
+describe('ConfigEditor: thresholds', () => {
+  it('lists every rule parameter from the backend with its default', async () => {
+    await setup(settings());
+    const table = screen.getByTestId(ids.thresholds);
+    expect(await within(table).findByText('preemption_rate')).toBeInTheDocument();
+    expect(within(table).getByText('0.85 ratio')).toBeInTheDocument();
+    expect(within(table).getByText('0.5 /s')).toBeInTheDocument();
+    expect(within(table).getByText('ratio')).toBeInTheDocument();
+    expect(mockGet).toHaveBeenCalledWith('api/datasources/uid/vllm-uid/resources/rules');
+  });
+
+  it('saves a numeric override', async () => {
+    const { user, last } = await setup(settings());
+    await screen.findByTestId(ids.threshold('kv_cache_saturated', 'kv_usage'));
+    await typeAndLeave(user, ids.threshold('kv_cache_saturated', 'kv_usage'), '0.9');
+    expect(last()?.jsonData.thresholds).toEqual({ kv_cache_saturated: { kv_usage: 0.9 } });
+  });
+
+  it('refuses a threshold that is not a number, inline, and saves nothing', async () => {
+    const { user, onOptionsChange } = await setup(settings());
+    await screen.findByTestId(ids.threshold('prefill_blocking', 'ratio'));
+    await typeAndLeave(user, ids.threshold('prefill_blocking', 'ratio'), 'high');
+    expect(screen.getByRole('alert')).toHaveTextContent(/Enter a number/);
+    expect(onOptionsChange).not.toHaveBeenCalled();
+  });
+
+  it('clearing the last override of a rule removes the rule and the empty table', async () => {
+    const { user, last } = await setup(settings({ thresholds: { prefill_blocking: { ratio: 3 } } }));
+    const input = await screen.findByTestId(ids.threshold('prefill_blocking', 'ratio'));
+    expect(input).toHaveValue('3');
+    await typeAndLeave(user, ids.threshold('prefill_blocking', 'ratio'), '');
+    expect(last()?.jsonData).not.toHaveProperty('thresholds');
+  });
+
+  it('keeps saved overrides editable when the rules cannot be loaded, and says why', async () => {
+    const { user, last } = await setup(settings({ thresholds: { prefill_blocking: { ratio: 3 } } }), {
+      status: 404,
+      data: { message: 'Not found' },
+    });
+    expect(await screen.findByTestId(ids.rulesError)).toHaveTextContent('Not found');
+    await typeAndLeave(user, ids.threshold('prefill_blocking', 'ratio'), '4');
+    expect(last()?.jsonData.thresholds).toEqual({ prefill_blocking: { ratio: 4 } });
+  });
+});
+
+it('never puts a typed secret into the settings that Grafana shows back', async () => {
+  const { user, last } = await setup(settings(tempo));
+  await user.type(screen.getByTestId(ids.tracesBasicAuthPassword), 'hunter2');
+  await waitFor(() => expect(last()?.secureJsonData?.tracesBasicAuthPassword).toBe('hunter2'));
+  expect(last()?.jsonData).not.toHaveProperty('tracesBasicAuthPassword');
+});

@@ -1,0 +1,197 @@
+import { render, screen, waitFor, within } from '@testing-library/react';
+import userEvent from '@testing-library/user-event';
+
+import { selectors } from '../selectors';
+import { dataSourceWith, RULES, SIGNALS, type Routes } from '../testUtils';
+import { type VllmQuery } from '../types';
+import { QueryEditor } from './QueryEditor';
+import { chooseOption, openSelect, typeAndLeave, typeCustomValue } from './userActions';
+
+const ids = selectors.queryEditor;
+
+const allRoutes: Routes = {
+  instances: ['10.0.0.1:8000', '10.0.0.2:8000'],
+  models: ['qwen-0.5b'],
+  signals: SIGNALS,
+  rules: RULES,
+};
+
+function setup(query: Omit<VllmQuery, 'refId'>, routes: Routes = allRoutes) {
+  const { ds } = dataSourceWith(routes, { instance: ['10.0.0.1:8000'] });
+  const onChange = jest.fn<void, [VllmQuery]>();
+  const onRunQuery = jest.fn();
+  const user = userEvent.setup();
+  render(<QueryEditor datasource={ds} query={{ refId: 'A', ...query }} onChange={onChange} onRunQuery={onRunQuery} />);
+  const lastQuery = () => onChange.mock.calls[onChange.mock.calls.length - 1]?.[0];
+  return { user, onChange, onRunQuery, lastQuery };
+}
+
+describe('QueryEditor: common fields', () => {
+  it('switching the query type fills that type defaults and runs the query', async () => {
+    const { user, lastQuery, onRunQuery } = setup({ queryType: 'signals', signals: ['kv_usage'] });
+    await user.click(within(screen.getByTestId(ids.queryType)).getByText('Diagnosis'));
+    expect(lastQuery()).toMatchObject({ queryType: 'diagnosis', format: 'findings', signals: ['kv_usage'] });
+    expect(onRunQuery).toHaveBeenCalled();
+  });
+
+  it('a new requests query gets the default limit of 100', async () => {
+    const { user, lastQuery } = setup({ queryType: 'signals' });
+    await user.click(within(screen.getByTestId(ids.queryType)).getByText('Requests'));
+    expect(lastQuery()).toMatchObject({ queryType: 'requests', limit: 100 });
+  });
+
+  it('offers the instances from the backend', async () => {
+    const { user, lastQuery } = setup({ queryType: 'signals' });
+    await chooseOption(user, ids.instance, '10.0.0.2:8000');
+    expect(lastQuery()).toMatchObject({ instance: '10.0.0.2:8000' });
+  });
+
+  it('offers the dashboard template variables as instances', async () => {
+    const { user, lastQuery } = setup({ queryType: 'signals' });
+    await chooseOption(user, ids.instance, '$instance');
+    expect(lastQuery()).toMatchObject({ instance: '$instance' });
+  });
+
+  it('accepts a typed regular expression as the model', async () => {
+    const { user, lastQuery } = setup({ queryType: 'signals' });
+    await typeCustomValue(user, ids.model, 'qwen-.*');
+    expect(lastQuery()).toMatchObject({ model: 'qwen-.*' });
+  });
+
+  it('stays usable when the backend cannot list instances, and says why', async () => {
+    const { user, lastQuery } = setup(
+      { queryType: 'signals' },
+      { ...allRoutes, instances: { status: 502, data: { error: 'Prometheus at http://prom:9090 is unreachable' } } }
+    );
+    expect(await screen.findByTestId(ids.resourceError)).toHaveTextContent('Prometheus at http://prom:9090 is unreachable');
+    await typeCustomValue(user, ids.instance, 'gpu-1:8000');
+    expect(lastQuery()).toMatchObject({ instance: 'gpu-1:8000' });
+  });
+
+  it('shows a text-form query from a trace link as the query it stands for', async () => {
+    const { user, lastQuery } = setup({ expr: 'explain 4bf92f35' });
+    expect(screen.getByTestId(ids.expr)).toHaveTextContent('explain 4bf92f35');
+    expect(screen.getByTestId(ids.traceId)).toHaveValue('4bf92f35');
+    await typeAndLeave(user, ids.traceId, 'abcdef');
+    expect(lastQuery()).toEqual({ refId: 'A', queryType: 'explain', traceId: 'abcdef' });
+  });
+});
+
+describe('QueryEditor: signals', () => {
+  it('shows the chosen signals with their units', async () => {
+    setup({ queryType: 'signals', signals: ['ttft_p99'] });
+    expect(await screen.findByText('TTFT p99 (s)')).toBeInTheDocument();
+  });
+
+  it('lists the catalog grouped, and adds the chosen signal', async () => {
+    const { user, lastQuery } = setup({ queryType: 'signals', signals: ['ttft_p99'] });
+    await screen.findByText('TTFT p99 (s)');
+    await openSelect(user, ids.signals);
+    expect(screen.getByText('Latency')).toBeInTheDocument();
+    expect(screen.getByText('Capacity')).toBeInTheDocument();
+    await user.click(screen.getByText('KV cache usage (percentunit)'));
+    expect(lastQuery()).toMatchObject({ signals: ['ttft_p99', 'kv_usage'] });
+  });
+
+  it('accepts a signal name typed by hand when the catalog cannot load', async () => {
+    const { user, lastQuery } = setup({ queryType: 'signals', signals: [] }, { ...allRoutes, signals: new Error('Failed to fetch') });
+    expect(await screen.findByTestId(ids.resourceError)).toHaveTextContent('Failed to fetch');
+    await typeCustomValue(user, ids.signals, 'ttft_p90');
+    expect(lastQuery()).toMatchObject({ signals: ['ttft_p90'] });
+  });
+});
+
+describe('QueryEditor: diagnosis', () => {
+  it('sets the alert format', async () => {
+    const { user, lastQuery } = setup({ queryType: 'diagnosis', format: 'findings' });
+    await user.click(within(screen.getByTestId(ids.format)).getByText('Alert'));
+    expect(lastQuery()).toMatchObject({ format: 'alert' });
+  });
+
+  it('narrows the rules to the ones chosen from the backend', async () => {
+    const { user, lastQuery } = setup({ queryType: 'diagnosis' });
+    await chooseOption(user, ids.rules, 'kv_cache_saturated');
+    expect(lastQuery()).toMatchObject({ rules: ['kv_cache_saturated'] });
+  });
+});
+
+describe('QueryEditor: requests', () => {
+  it('sets anomalous only', async () => {
+    const { user, lastQuery } = setup({ queryType: 'requests' });
+    await user.click(screen.getByTestId(ids.anomalousOnly));
+    expect(lastQuery()).toMatchObject({ anomalousOnly: true });
+  });
+
+  it.each<[string, string, string, Partial<VllmQuery>]>([
+    ['a minimum TTFT in seconds', ids.minTtft, '2.5', { minTtft: 2.5 }],
+    ['a limit', ids.limit, '20', { limit: 20 }],
+  ])('sets %s', async (_name, testId, text, want) => {
+    const { user, lastQuery } = setup({ queryType: 'requests' });
+    await typeAndLeave(user, testId, text);
+    expect(lastQuery()).toMatchObject(want);
+  });
+
+  it('clearing the limit goes back to the default', async () => {
+    const { user, lastQuery } = setup({ queryType: 'requests', limit: 20 });
+    await typeAndLeave(user, ids.limit, '');
+    expect(lastQuery()?.limit).toBeUndefined();
+  });
+
+  it.each([
+    ['a negative minimum TTFT', ids.minTtft, '-1', /0 or more/],
+    ['a fractional limit', ids.limit, '2.5', /whole number/],
+    ['a limit in words', ids.limit, 'ten', /whole number/],
+  ])('refuses %s inline and keeps the query', async (_name, testId, text, message) => {
+    const { user, onChange } = setup({ queryType: 'requests' });
+    await typeAndLeave(user, testId, text);
+    expect(screen.getByRole('alert')).toHaveTextContent(message);
+    expect(onChange).not.toHaveBeenCalled();
+  });
+});
+
+describe('QueryEditor: explain', () => {
+  it.each(['4bf92f3577b34da6a3ce929d0e0e4736', '${traceId}', '$trace'])('takes the trace id %p', async (traceId) => {
+    const { user, lastQuery, onRunQuery } = setup({ queryType: 'explain' });
+    await typeAndLeave(user, ids.traceId, traceId);
+    expect(lastQuery()).toMatchObject({ queryType: 'explain', traceId });
+    expect(onRunQuery).toHaveBeenCalled();
+  });
+
+  it('refuses a trace id that is not hexadecimal, inline', async () => {
+    const { user, onChange } = setup({ queryType: 'explain' });
+    await typeAndLeave(user, ids.traceId, 'not-a-trace');
+    expect(screen.getByRole('alert')).toHaveTextContent(/1 to 32 hexadecimal characters/);
+    expect(onChange).not.toHaveBeenCalled();
+  });
+});
+
+describe('QueryEditor: verdict', () => {
+  it.each<[string, string, string, Partial<VllmQuery>]>([
+    ['a relative baseline start', ids.baselineFrom, 'now-7d', { baselineFrom: 'now-7d' }],
+    ['an RFC 3339 baseline end', ids.baselineTo, '2026-05-01T10:00:00Z', { baselineTo: '2026-05-01T10:00:00Z' }],
+  ])('sets %s', async (_name, testId, text, want) => {
+    const { user, lastQuery } = setup({ queryType: 'verdict' });
+    await typeAndLeave(user, testId, text);
+    expect(lastQuery()).toMatchObject(want);
+  });
+
+  it('refuses a baseline time it cannot read, inline', async () => {
+    const { user, onChange } = setup({ queryType: 'verdict' });
+    await typeAndLeave(user, ids.baselineFrom, 'last week');
+    expect(screen.getByRole('alert')).toHaveTextContent(/RFC 3339/);
+    expect(onChange).not.toHaveBeenCalled();
+  });
+
+  it('records the optimisations the user states are in use', async () => {
+    const { user, lastQuery } = setup({ queryType: 'verdict', optimisations: ['chunked_prefill'] });
+    await chooseOption(user, ids.optimisations, 'Prefix caching');
+    expect(lastQuery()).toMatchObject({ optimisations: ['chunked_prefill', 'prefix_caching'] });
+  });
+});
+
+it('loads each catalog once per editor', async () => {
+  const { ds, getResource } = dataSourceWith(allRoutes);
+  render(<QueryEditor datasource={ds} query={{ refId: 'A', queryType: 'signals' }} onChange={jest.fn()} onRunQuery={jest.fn()} />);
+  await waitFor(() => expect(getResource).toHaveBeenCalledTimes(3));
+  expect(getResource.mock.calls.map((c) => c[0]).sort()).toEqual(['instances', 'models', 'signals']);
+});

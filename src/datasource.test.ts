@@ -1,0 +1,132 @@
+import { CoreApp, dateTime, type DataQueryRequest, type DataQueryResponse } from '@grafana/data';
+import { firstValueFrom, type Observable } from 'rxjs';
+
+import { DataSource, escapeRegex, regexFormatter } from './datasource';
+import { dataSourceWith, fakeTemplateSrv, instanceSettings } from './testUtils';
+import { DEFAULT_SIGNALS, type VllmQuery, type VllmVariableQuery } from './types';
+
+const vars = {
+  instance: ['10.0.0.1:8000', '10.0.0.2:8000'],
+  one: ['gpu-1:8000'],
+  model: 'qwen-0.5b',
+  traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+  sigs: ['ttft_p99', 'kv_usage'],
+  rule: 'kv_cache_saturated',
+  from: 'now-7d',
+};
+
+function dataSource() {
+  return new DataSource(instanceSettings, fakeTemplateSrv(vars));
+}
+
+describe('regexFormatter', () => {
+  it.each([
+    ['one value, escaped', 'qwen-0.5b', 'qwen-0\\.5b'],
+    ['a one-element list, escaped', ['10.0.0.1:8000'], '10\\.0\\.0\\.1:8000'],
+    ['several values, as an alternation', ['a.b', 'c|d'], '(a\\.b|c\\|d)'],
+  ])('formats %s', (_name, value, want) => {
+    expect(regexFormatter(value)).toBe(want);
+  });
+
+  it('escapes every regular-expression metacharacter', () => {
+    const value = '.*+?^$' + '{}()|[]\\';
+    expect(new RegExp(`^${escapeRegex(value)}$`).test(value)).toBe(true);
+  });
+});
+
+describe('applyTemplateVariables', () => {
+  it.each<[string, Partial<VllmQuery>, Partial<VllmQuery>]>([
+    ['a multi-value instance as a regex alternation', { instance: '$instance' }, { instance: '(10\\.0\\.0\\.1:8000|10\\.0\\.0\\.2:8000)' }],
+    ['a single-value instance as an escaped literal', { instance: '${one}' }, { instance: 'gpu-1:8000' }],
+    ['a model variable as an escaped literal', { model: '$model' }, { model: 'qwen-0\\.5b' }],
+    ['a typed regular expression untouched', { instance: 'gpu-.*' }, { instance: 'gpu-.*' }],
+    ['the trace id', { traceId: '${traceId}' }, { traceId: vars.traceId }],
+    ['a multi-value signal variable into several signals', { signals: ['ttft_p50', '$sigs'] }, { signals: ['ttft_p50', 'ttft_p99', 'kv_usage'] }],
+    ['rules', { rules: ['$rule'] }, { rules: ['kv_cache_saturated'] }],
+    ['the baseline window', { baselineFrom: '$from', baselineTo: 'now-6d' }, { baselineFrom: 'now-7d', baselineTo: 'now-6d' }],
+    ['the text form', { expr: 'explain ${traceId}' }, { expr: `explain ${vars.traceId}` }],
+  ])('interpolates %s', (_name, fields, want) => {
+    const got = dataSource().applyTemplateVariables({ refId: 'A', ...fields }, {});
+    expect(got).toMatchObject(want);
+  });
+
+  it('keeps the fields that take no variables', () => {
+    const q: VllmQuery = { refId: 'A', queryType: 'requests', anomalousOnly: true, minTtft: 2, limit: 50, optimisations: ['spec_decode'] };
+    expect(dataSource().applyTemplateVariables(q, {})).toMatchObject(q);
+  });
+
+  it('leaves absent lists absent, so the backend applies its defaults', () => {
+    const got = dataSource().applyTemplateVariables({ refId: 'A', queryType: 'diagnosis' }, {});
+    expect(got.rules).toBeUndefined();
+    expect(got.signals).toBeUndefined();
+  });
+});
+
+describe('filterQuery', () => {
+  it.each<[string, VllmQuery, boolean]>([
+    ['a signals query', { refId: 'A', queryType: 'signals' }, true],
+    ['a text-form query', { refId: 'A', expr: 'explain abc' }, true],
+    ['a hidden query', { refId: 'A', queryType: 'signals', hide: true }, false],
+    ['an explain without a trace id', { refId: 'A', queryType: 'explain', traceId: ' ' }, false],
+    ['an explain with a trace id', { refId: 'A', queryType: 'explain', traceId: 'abc' }, true],
+  ])('%s → %p', (_name, q, want) => {
+    expect(dataSource().filterQuery(q)).toBe(want);
+  });
+});
+
+describe('defaults', () => {
+  it('offers a signals query that shows something with no input', () => {
+    expect(dataSource().getDefaultQuery(CoreApp.PanelEditor)).toEqual({ queryType: 'signals', signals: DEFAULT_SIGNALS });
+    expect(DEFAULT_SIGNALS).toEqual(['ttft_p50', 'ttft_p99', 'kv_usage']);
+  });
+
+  it('offers diagnosis findings as the default annotation query', () => {
+    expect(dataSource().annotations?.getDefaultQuery?.()).toEqual({ queryType: 'diagnosis', format: 'findings' });
+  });
+});
+
+describe('metricFindQuery', () => {
+  const range = { from: dateTime(1_700_000_000_000), to: dateTime(1_700_003_600_000), raw: { from: 'now-1h', to: 'now' } };
+
+  it.each<[string, Omit<VllmVariableQuery, 'refId'> | string, string, Record<string, string>]>([
+    ['instances', { kind: 'instances' }, 'instances', {}],
+    ['models', { kind: 'models' }, 'models', {}],
+    ['instances of a model variable', { kind: 'instances', model: '$model' }, 'instances', { model: 'qwen-0\\.5b' }],
+    ['models on a multi-value instance variable', { kind: 'models', instance: '$instance' }, 'models', { instance: '(10\\.0\\.0\\.1:8000|10\\.0\\.0\\.2:8000)' }],
+    ['the plain string form of older dashboards', 'models', 'models', {}],
+  ])('asks the backend for %s', async (_name, query, path, params) => {
+    const { ds, getResource } = dataSourceWith({ instances: ['a:8000'], models: ['m'] }, vars);
+    await ds.metricFindQuery(query);
+    expect(getResource).toHaveBeenCalledWith(path, params);
+  });
+
+  it('bounds the label search by the dashboard time range', async () => {
+    const { ds, getResource } = dataSourceWith({ models: ['m'] });
+    await ds.metricFindQuery({ kind: 'models' }, { range });
+    expect(getResource).toHaveBeenCalledWith('models', { from: '1700000000000', to: '1700003600000' });
+  });
+
+  it('returns each value as text and value', async () => {
+    const { ds } = dataSourceWith({ instances: ['a:8000', 'b:8000'] });
+    expect(await ds.metricFindQuery({ kind: 'instances' })).toEqual([
+      { text: 'a:8000', value: 'a:8000' },
+      { text: 'b:8000', value: 'b:8000' },
+    ]);
+  });
+
+  it('serves the custom variable support with the same values', async () => {
+    const { ds } = dataSourceWith({ models: ['m1', 'm2'] });
+    const request = { targets: [{ refId: 'V', kind: 'models' }], range, scopedVars: {} } as unknown as DataQueryRequest<VllmVariableQuery>;
+    const support = ds.variables as unknown as { query: (r: typeof request) => Observable<DataQueryResponse> };
+    const response = await firstValueFrom(support.query(request));
+    expect(response.data).toEqual([
+      { text: 'm1', value: 'm1' },
+      { text: 'm2', value: 'm2' },
+    ]);
+  });
+
+  it('passes a backend failure on to Grafana, which shows it under the variable', async () => {
+    const { ds } = dataSourceWith({ instances: { status: 502, data: { error: 'Prometheus unreachable' } } });
+    await expect(ds.metricFindQuery({ kind: 'instances' })).rejects.toMatchObject({ data: { error: 'Prometheus unreachable' } });
+  });
+});
