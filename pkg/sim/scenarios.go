@@ -31,11 +31,12 @@ func baseEngine() EngineConfig {
 	}
 }
 
-// baseLoad is a chat workload: one of four 256-token system prompts, a 400-token question,
+// baseLoad is a chat workload: one of four 1024-token system prompts (instructions and
+// examples), a 400-token question,
 // a 150-token answer, four requests a second.
 func baseLoad() Load {
 	return Load{
-		RatePerSecond: 4, PrefixTokens: 256, NumPrefixes: 4,
+		RatePerSecond: 4, PrefixTokens: 1024, NumPrefixes: 4,
 		SuffixTokens: Dist{Mean: 400, CV: 0.5, Min: 8},
 		OutputTokens: Dist{Mean: 150, CV: 0.5, Min: 4},
 		MaxTokens:    1024, Temperature: 0.7, TopP: 0.95,
@@ -100,10 +101,11 @@ var catalogue = map[string]func() Scenario{
 	},
 	RuleTokenBudgetStarved: func() Scenario {
 		return faulty(RuleTokenBudgetStarved,
-			"max_num_batched_tokens lowered to 96: each prompt is prefilled in many small chunks",
-			RuleTokenBudgetStarved, nil,
+			"max_num_batched_tokens lowered to 48: each prompt is prefilled in many small chunks",
+			RuleTokenBudgetStarved,
+			func(in *Instance) { in.Load.RatePerSecond = 2.5 },
 			func(e EngineConfig, _ Load) (*EngineConfig, *Load) {
-				e.MaxNumBatchedTokens = 96
+				e.MaxNumBatchedTokens = 48
 				return &e, nil
 			})
 	},
@@ -112,7 +114,7 @@ var catalogue = map[string]func() Scenario{
 			"a 7000-token shared system prompt; during the fault it carries a per-request timestamp, so no prompt shares its prefix",
 			RulePrefixCacheMiss,
 			func(in *Instance) {
-				in.Load.PrefixTokens, in.Load.NumPrefixes, in.Load.RatePerSecond = 7000, 2, 1.5
+				in.Load.PrefixTokens, in.Load.NumPrefixes, in.Load.RatePerSecond = 7000, 2, 1
 				in.Load.SuffixTokens = Dist{Mean: 200, CV: 0.5, Min: 8}
 				in.Engine.NumGPUBlocks = 12000
 			},
@@ -141,20 +143,23 @@ var catalogue = map[string]func() Scenario{
 			func(_ EngineConfig, l Load) (*EngineConfig, *Load) {
 				l.OutputTokens = Dist{Mean: 1200, CV: 0.3, Min: 64}
 				l.MaxTokens = 2048
-				l.RatePerSecond = 3
+				l.RatePerSecond = 1.5
 				return nil, &l
 			})
 	},
 	RulePreemptionsFreeCache: func() Scenario {
 		return faulty(RulePreemptionsFreeCache,
-			"max_num_seqs raised to 512 on a 1600-block pool with long-tailed answers: decodes outgrow the pool in bursts, preempted requests wait at the head of the queue while the cache drains",
-			RulePreemptionsFreeCache, nil,
-			func(e EngineConfig, l Load) (*EngineConfig, *Load) {
-				e.MaxNumSeqs = 512
-				e.NumGPUBlocks = 1600
-				l.OutputTokens = Dist{Mean: 300, CV: 1.5, Min: 4}
-				l.MaxTokens = 4096
-				return &e, &l
+			"a 2048-block pool with max_num_seqs 256; during the fault one request in 150 brings a 20k-token document: "+
+				"V1 admits it for its first chunk only, its later chunks exhaust the pool and preempt the requests behind it (and itself), "+
+				"while between those bursts the cache is mostly free",
+			RulePreemptionsFreeCache,
+			func(in *Instance) {
+				in.Engine.NumGPUBlocks, in.Engine.MaxNumSeqs, in.Engine.MaxModelLen = 2048, 256, 32768
+			},
+			func(_ EngineConfig, l Load) (*EngineConfig, *Load) {
+				l.LongFraction = 1.0 / 150
+				l.LongTokens = Dist{Mean: 20000, CV: 0.1, Max: 30000}
+				return nil, &l
 			})
 	},
 	RuleQueueWithFreeCache: func() Scenario {
@@ -168,15 +173,15 @@ var catalogue = map[string]func() Scenario{
 	},
 	RulePastTheKnee: func() Scenario {
 		return faulty(RulePastTheKnee,
-			"traffic rises from 4 to 11 requests a second against max_num_seqs 64 sized to the KV pool: the cache is full and the queue grows",
+			"traffic rises from 4 to 14 requests a second against max_num_seqs 64 sized to the KV pool: the cache is full and the queue grows",
 			RulePastTheKnee,
 			func(in *Instance) {
 				in.Engine.MaxNumSeqs = 64
-				in.Engine.NumGPUBlocks = 2300
+				in.Engine.NumGPUBlocks = 2400
 				in.Load.SuffixTokens.CV, in.Load.OutputTokens.CV = 0.2, 0.2
 			},
 			func(_ EngineConfig, l Load) (*EngineConfig, *Load) {
-				l.RatePerSecond = 11
+				l.RatePerSecond = 14
 				return nil, &l
 			})
 	},
@@ -192,7 +197,8 @@ var catalogue = map[string]func() Scenario{
 	RulePrefillBound: func() Scenario {
 		return faulty(RulePrefillBound,
 			"prompts grow from ~650 to ~2650 tokens (long contexts): TTFT and prefill time rise together",
-			RulePrefillBound, nil,
+			RulePrefillBound,
+			func(in *Instance) { in.Engine.NumGPUBlocks = 12000 },
 			func(_ EngineConfig, l Load) (*EngineConfig, *Load) {
 				l.SuffixTokens = Dist{Mean: 2400, CV: 0.3, Min: 8}
 				return nil, &l

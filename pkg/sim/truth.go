@@ -99,7 +99,8 @@ func truth(s *instanceSim, start time.Time, duration float64) []Finding {
 			if a.span < truthWindow/2 || !check(a, base) {
 				continue
 			}
-			from, to := float64(k+1-per)*s.scrape, min(float64(k+1)*s.scrape, duration)
+			at := min(float64(k+1)*s.scrape, duration)
+			from, to := at, at
 			if n := len(spans); n > 0 && from-spans[n-1][1] <= truthMaxGap {
 				spans[n-1][1] = to
 			} else {
