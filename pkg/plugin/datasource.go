@@ -80,7 +80,8 @@ type handler func(ctx context.Context, d *Datasource, q backend.DataQuery, query
 
 // handlers maps each query type to its handler.
 var handlers = map[string]handler{
-	QueryTypeSignals: handleSignals,
+	QueryTypeSignals:   handleSignals,
+	QueryTypeDiagnosis: handleDiagnosis,
 }
 
 // QueryData answers each query of a request on its own, concurrently; one query's failure or

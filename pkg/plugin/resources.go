@@ -5,11 +5,12 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/seed/vllm-datasource/pkg/diagnosis"
 	"github.com/seed/vllm-datasource/pkg/signals"
 )
 
 // routes are the resource routes: instances and models for editors and template variables,
-// and the signal catalog.
+// the signal catalog and the rule catalog with the thresholds in force.
 func (d *Datasource) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /instances", d.listing(func(r *http.Request, start, end time.Time) ([]string, error) {
@@ -20,6 +21,14 @@ func (d *Datasource) routes() *http.ServeMux {
 	}))
 	mux.HandleFunc("GET /signals", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, signals.Catalog)
+	})
+	mux.HandleFunc("GET /rules", func(w http.ResponseWriter, _ *http.Request) {
+		catalog, err := diagnosis.Catalog(d.settings.Thresholds)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "thresholds: "+err.Error())
+			return
+		}
+		writeJSON(w, http.StatusOK, catalog)
 	})
 	return mux
 }

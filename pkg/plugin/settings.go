@@ -9,6 +9,7 @@ import (
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 
+	"github.com/seed/vllm-datasource/pkg/diagnosis"
 	"github.com/seed/vllm-datasource/pkg/signals"
 	"github.com/seed/vllm-datasource/pkg/vllm"
 )
@@ -51,7 +52,7 @@ type Settings struct {
 	SpanName              string
 	SpanInstanceAttribute string
 	SpanModelAttribute    string
-	Thresholds            json.RawMessage
+	Thresholds            diagnosis.Thresholds
 
 	tracesBasicAuthPassword string
 	tracesBearerToken       string
@@ -77,7 +78,6 @@ func LoadSettings(s backend.DataSourceInstanceSettings) (Settings, error) {
 		SpanName:                orDefault(j.SpanName, vllm.DefaultSpanName),
 		SpanInstanceAttribute:   orDefault(j.SpanInstanceAttribute, vllm.DefaultInstanceAttr),
 		SpanModelAttribute:      orDefault(j.SpanModelAttribute, vllm.DefaultModelAttr),
-		Thresholds:              j.Thresholds,
 		tracesBasicAuthPassword: s.DecryptedSecureJSONData["tracesBasicAuthPassword"],
 		tracesBearerToken:       s.DecryptedSecureJSONData["tracesBearerToken"],
 	}
@@ -101,6 +101,9 @@ func LoadSettings(s backend.DataSourceInstanceSettings) (Settings, error) {
 	out.ScrapeInterval = d
 	if out.LabelMatchers, err = signals.ParseMatchers(j.LabelMatchers); err != nil {
 		return Settings{}, err
+	}
+	if out.Thresholds, err = diagnosis.ParseThresholds(j.Thresholds); err != nil {
+		return Settings{}, fmt.Errorf("thresholds: %w", err)
 	}
 	for name, v := range map[string]string{"instanceLabel": out.Labels.Instance, "modelLabel": out.Labels.Model} {
 		if !signals.ValidLabelName(v) {

@@ -1,0 +1,108 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+
+	"github.com/seed/vllm-datasource/pkg/diagnosis"
+	"github.com/seed/vllm-datasource/pkg/frames"
+	"github.com/seed/vllm-datasource/pkg/series"
+	"github.com/seed/vllm-datasource/pkg/signals"
+)
+
+// Formats of a diagnosis query.
+const (
+	FormatFindings = "findings"
+	FormatTimeline = "timeline"
+	FormatAlert    = "alert"
+)
+
+func handleDiagnosis(ctx context.Context, d *Datasource, q backend.DataQuery, query Query) backend.DataResponse {
+	format := query.Format
+	if format == "" {
+		format = FormatFindings
+	}
+	if format != FormatFindings && format != FormatTimeline && format != FormatAlert {
+		return badQuery(fmt.Errorf("format %q is not one of findings, timeline, alert", format))
+	}
+	diag, err := d.diagnose(ctx, q, query, query.Rules, nil)
+	if err != nil {
+		return errorResponse(err)
+	}
+	var out data.Frames
+	switch format {
+	case FormatTimeline:
+		out = frames.Timeline(diag.Result)
+	case FormatAlert:
+		out = frames.AlertSeries(diag.Result)
+	default:
+		out = data.Frames{frames.Findings(diag.Result)}
+	}
+	if len(out) > 0 && len(diag.Set.Keys()) == 0 {
+		if out[0].Meta == nil {
+			out[0].Meta = &data.FrameMeta{}
+		}
+		out[0].Meta.Notices = append(out[0].Meta.Notices, data.Notice{Severity: data.NoticeSeverityWarning,
+			Text: "No vLLM series in this range for the selected instances and models: nothing to diagnose."})
+	}
+	return backend.DataResponse{Frames: out}
+}
+
+// Diagnosis is the evaluated matrix over a query's range, with the signals it rests on.
+type Diagnosis struct {
+	Result diagnosis.Result
+	Set    *series.Set
+	Fetch  *signals.Result
+}
+
+// diagnose fetches what the rules need (plus extra signals for the caller), from early enough
+// for their baselines and pending periods, and evaluates the rules over the query's range.
+func (d *Datasource) diagnose(ctx context.Context, q backend.DataQuery, query Query, rules []string, extra []series.Signal) (*Diagnosis, error) {
+	step := d.step(q)
+	if q.TimeRange.Duration() < step {
+		return nil, backend.PluginError(fmt.Errorf("the time range (%s) is shorter than one step (%s): widen it", q.TimeRange.Duration(), step))
+	}
+	wanted, err := diagnosis.RequiredSignals(rules)
+	if err != nil {
+		return nil, backend.PluginError(err)
+	}
+	opts := diagnosis.Options{Rules: rules, Thresholds: d.settings.Thresholds, EvalFrom: q.TimeRange.From}
+	lookback, err := diagnosis.Lookback(opts)
+	if err != nil {
+		return nil, backend.PluginError(err)
+	}
+	res, err := d.prom.Fetch(ctx, signals.Request{
+		Signals:     appendMissing(wanted, extra),
+		Start:       q.TimeRange.From.Add(-lookback),
+		End:         q.TimeRange.To,
+		Step:        step,
+		Instance:    query.Instance,
+		Model:       query.Model,
+		CacheConfig: true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	result, err := diagnosis.Evaluate(res.Set, opts)
+	if err != nil {
+		return nil, backend.PluginError(err)
+	}
+	return &Diagnosis{Result: result, Set: res.Set, Fetch: res}, nil
+}
+
+func appendMissing(list, extra []series.Signal) []series.Signal {
+	seen := make(map[series.Signal]bool, len(list))
+	for _, s := range list {
+		seen[s] = true
+	}
+	for _, s := range extra {
+		if !seen[s] {
+			list = append(list, s)
+			seen[s] = true
+		}
+	}
+	return list
+}
