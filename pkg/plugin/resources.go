@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+
 	"github.com/seed/vllm-datasource/pkg/diagnosis"
 	"github.com/seed/vllm-datasource/pkg/signals"
 )
@@ -53,7 +55,12 @@ func (d *Datasource) listing(list listFunc) http.HandlerFunc {
 		}
 		vals, err := list(r, start, end)
 		if err != nil {
-			writeError(w, http.StatusBadGateway, err.Error())
+			// A filter that is not a valid regex is the caller's; only Prometheus's failures are a bad gateway.
+			status := http.StatusBadRequest
+			if backend.IsDownstreamError(err) {
+				status = http.StatusBadGateway
+			}
+			writeError(w, status, err.Error())
 			return
 		}
 		writeJSON(w, http.StatusOK, vals)

@@ -100,7 +100,7 @@ func LoadSettings(s backend.DataSourceInstanceSettings) (Settings, error) {
 	}
 	out.ScrapeInterval = d
 	if out.LabelMatchers, err = signals.ParseMatchers(j.LabelMatchers); err != nil {
-		return Settings{}, err
+		return Settings{}, fmt.Errorf("labelMatchers: %w", err)
 	}
 	if out.Thresholds, err = diagnosis.ParseThresholds(j.Thresholds); err != nil {
 		return Settings{}, fmt.Errorf("thresholds: %w", err)
