@@ -1,0 +1,83 @@
+package frames
+
+import (
+	"math"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+
+	"github.com/seed/vllm-datasource/pkg/verdict"
+)
+
+// Verdict returns the verdicts as one table frame: one row per instance, model and
+// optimisation, with the expectation, what each window measured, the change, the verdict and
+// its reason, then the load of both windows (so that a reader can check the comparison is like
+// for like) and the spans the windows actually cover.
+func Verdict(rows []verdict.Row, executed string, notices []string) data.Frames {
+	n := len(rows)
+	str := func() []string { return make([]string, n) }
+	instance, model, opt, expected := str(), str(), str(), str()
+	baseline, current, change, outcome, reason := str(), str(), str(), str(), str()
+	num := func() []*float64 { return make([]*float64, n) }
+	bRate, cRate, bPrompt, cPrompt, bOutput, cOutput, bReq, cReq := num(), num(), num(), num(), num(), num(), num(), num()
+	tm := func() []*time.Time { return make([]*time.Time, n) }
+	bFrom, bTo, cFrom, cTo := tm(), tm(), tm(), tm()
+	for i, r := range rows {
+		instance[i], model[i], opt[i], expected[i] = r.Key.Instance, r.Key.Model, string(r.Optimisation), r.Expected
+		baseline[i], current[i], change[i], outcome[i], reason[i] = r.Baseline, r.Current, r.Change, string(r.Outcome), r.Reason
+		b, c := r.BaselineStats, r.CurrentStats
+		bRate[i], cRate[i] = optionalNumber(b.RequestRate), optionalNumber(c.RequestRate)
+		bPrompt[i], cPrompt[i] = optionalNumber(b.PromptLength), optionalNumber(c.PromptLength)
+		bOutput[i], cOutput[i] = optionalNumber(b.OutputLength), optionalNumber(c.OutputLength)
+		bReq[i], cReq[i] = optionalNumber(b.Requests), optionalNumber(c.Requests)
+		bFrom[i], bTo[i] = optionalTime(b.Covered.From), optionalTime(b.Covered.To)
+		cFrom[i], cTo[i] = optionalTime(c.Covered.From), optionalTime(c.Covered.To)
+	}
+	unit := func(f *data.Field, u, display string) *data.Field {
+		f.Config = &data.FieldConfig{Unit: u, DisplayNameFromDS: display}
+		return f
+	}
+	frame := data.NewFrame("verdict",
+		data.NewField("instance", nil, instance),
+		data.NewField("model_name", nil, model),
+		data.NewField("optimisation", nil, opt),
+		data.NewField("expected", nil, expected),
+		data.NewField("baseline", nil, baseline),
+		data.NewField("current", nil, current),
+		data.NewField("change", nil, change),
+		data.NewField("verdict", nil, outcome),
+		data.NewField("reason", nil, reason),
+		unit(data.NewField("baseline_request_rate", nil, bRate), "reqps", "Baseline request rate"),
+		unit(data.NewField("current_request_rate", nil, cRate), "reqps", "Current request rate"),
+		unit(data.NewField("baseline_prompt_length", nil, bPrompt), "short", "Baseline prompt tokens (mean)"),
+		unit(data.NewField("current_prompt_length", nil, cPrompt), "short", "Current prompt tokens (mean)"),
+		unit(data.NewField("baseline_output_length", nil, bOutput), "short", "Baseline output tokens (mean)"),
+		unit(data.NewField("current_output_length", nil, cOutput), "short", "Current output tokens (mean)"),
+		unit(data.NewField("baseline_requests", nil, bReq), "short", "Baseline requests"),
+		unit(data.NewField("current_requests", nil, cReq), "short", "Current requests"),
+		data.NewField("baseline_from", nil, bFrom),
+		data.NewField("baseline_to", nil, bTo),
+		data.NewField("current_from", nil, cFrom),
+		data.NewField("current_to", nil, cTo),
+	)
+	meta := &data.FrameMeta{Type: data.FrameTypeTable, ExecutedQueryString: executed}
+	for _, t := range notices {
+		meta.Notices = append(meta.Notices, data.Notice{Severity: data.NoticeSeverityWarning, Text: t})
+	}
+	frame.Meta = meta
+	return data.Frames{frame}
+}
+
+func optionalNumber(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+func optionalTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
