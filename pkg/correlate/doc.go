@@ -1,0 +1,57 @@
+// Package correlate joins vLLM requests (one span each, pkg/traces) with the aligned metric
+// series (pkg/series) and the diagnosis findings (pkg/diagnosis) of their time and instance,
+// flags the requests that stand out in their window, and explains one request. It is pure: no
+// I/O, no HTTP, no Grafana (DESIGN §5).
+//
+// # The join
+//
+// Metrics and traces meet only by time, instance and model (vLLM emits no exemplars). For each
+// request and each joined signal (Joined):
+//
+//   - AtStart is the signal's last grid sample at or before the request's start (an as-of
+//     join); MetricsAt is that sample's time.
+//   - Worst is the worst value while the request ran: over the sample in force at its start and
+//     every sample up to its end; the highest for KV usage, running, waiting, waiting share and
+//     preemption rate, the lowest for the prefix-cache hit rate and the draft acceptance rate.
+//   - Findings are those of the request's instance (and model, when both are known) whose
+//     [Start, End] overlaps the request's [Start, End].
+//
+// The grid is regular, so the as-of sample is index arithmetic, O(1); requests are grouped by
+// key and walked in start order, each key's series read forward. The cost is O(R log R + S +
+// the grid steps the requests span), S being the samples of the joined series: no query per
+// request.
+//
+// Requests without a model (vLLM's current spans carry none) take their instance's model from
+// the metrics when the instance serves exactly one; with several, the model stays empty, the
+// metric state cannot be joined (it is per model), findings match on the instance alone, and a
+// notice says so.
+//
+// # Anomalies
+//
+// A request is anomalous for each of these reasons, computed over the requests of the window
+// (at least Options.MinRequests of them carrying the values involved, else the reason is not
+// tested and a notice says so):
+//
+//   - ttft_above_p99: its TTFT is above the window's p99 (nearest rank), which with fewer than
+//     100 requests is the slowest one, so nothing is flagged;
+//   - queue_over_half: it waited in the queue more than half its end-to-end time, and at least
+//     Options.MinQueue;
+//   - ttft_vs_prompt: its TTFT is out of proportion to its prompt: the window's least-squares
+//     fit TTFT ≈ a + b·prompt_tokens leaves a residual above Options.ResidualFactor times the
+//     residuals' robust scale (1.4826 × their median absolute deviation, at least 1 ms);
+//   - slow_decode: its decode time per output token (decode / (output tokens − 1), the tokens
+//     after the first) is above Options.DecodeFactor times the window's median.
+//
+// # Coverage
+//
+// The window's finished requests come from the metrics: request_rate (every finish reason,
+// aborts included, which vLLM does not trace) integrated over the window. Sampled or
+// tail-sampled traces cover few of them, and percentiles taken from spans are then biased.
+//
+// # Explanation
+//
+// Explain attributes a request's end-to-end time to queue, prefill, decode and other (e2e minus
+// the three; the engine stages run on another clock than e2e, so a negative remainder is set to
+// 0, noted, and the shares are then of the stages' sum), names the dominant stage, picks the
+// active finding that best explains that stage, and writes one sentence a user can act on.
+package correlate

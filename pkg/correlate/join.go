@@ -1,0 +1,423 @@
+package correlate
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/seed/vllm-datasource/pkg/diagnosis"
+	"github.com/seed/vllm-datasource/pkg/series"
+	"github.com/seed/vllm-datasource/pkg/traces"
+)
+
+// JoinedSignal is a signal of the join and the direction in which it gets worse.
+type JoinedSignal struct {
+	Signal series.Signal
+	// LowerIsWorse: the worst value while a request ran is the lowest (hit and acceptance
+	// rates); otherwise it is the highest.
+	LowerIsWorse bool
+}
+
+// Joined are the signals whose state each request gets, in the order of Row.States.
+var Joined = []JoinedSignal{
+	{Signal: series.KVUsage},
+	{Signal: series.Running},
+	{Signal: series.Waiting},
+	{Signal: series.WaitingRatio},
+	{Signal: series.PreemptionRate},
+	{Signal: series.PrefixCacheHitRate, LowerIsWorse: true},
+	{Signal: series.SpecAcceptanceRate, LowerIsWorse: true},
+}
+
+// Signals returns what a join needs fetched: the joined signals and the request rate that
+// coverage is counted from.
+func Signals() []series.Signal {
+	out := make([]series.Signal, 0, len(Joined)+1)
+	for _, j := range Joined {
+		out = append(out, j.Signal)
+	}
+	return append(out, series.RequestRate)
+}
+
+// State is one signal around one request; NaN when there is no sample.
+type State struct {
+	// AtStart is the last sample at or before the request's start.
+	AtStart float64
+	// Worst is the worst sample from that one to the request's end.
+	Worst float64
+}
+
+// Row is one request joined with its metrics and findings.
+type Row struct {
+	traces.Request
+	// ModelFromMetrics: the span had no model and the instance's only model was taken.
+	ModelFromMetrics bool
+	// MetricsAt is the time of the as-of sample (zero when the request started before the grid).
+	MetricsAt time.Time
+	// States follow Joined.
+	States []State
+	// Findings are the findings active while the request ran.
+	Findings []*diagnosis.Finding
+	// DecodePerToken is decode time per output token after the first, NaN when unknown.
+	DecodePerToken float64
+	// Reasons say why the request stands out in its window; empty when it does not.
+	Reasons []Reason
+}
+
+// State returns the request's state of a joined signal, NaN values when it is not joined.
+func (r *Row) State(s series.Signal) State {
+	for i, j := range Joined {
+		if j.Signal == s && i < len(r.States) {
+			return r.States[i]
+		}
+	}
+	return State{AtStart: math.NaN(), Worst: math.NaN()}
+}
+
+// FindingRules returns the rule ids of the active findings, in order, without repeats.
+func (r *Row) FindingRules() []string {
+	var out []string
+	for _, f := range r.Findings {
+		if !slices.Contains(out, f.Rule) {
+			out = append(out, f.Rule)
+		}
+	}
+	return out
+}
+
+// Input is what a join reads.
+type Input struct {
+	Requests []traces.Request
+	// Set holds the joined signals (and request_rate for coverage); nil joins no metrics.
+	Set      *series.Set
+	Findings []diagnosis.Finding
+	// From and To are the window the requests were searched in, for coverage.
+	From, To time.Time
+	// Truncated: the search returned as many requests as it was allowed, so more may exist.
+	Truncated bool
+}
+
+// Options tune the anomaly reasons; the zero value uses the defaults.
+type Options struct {
+	// MinRequests is the fewest requests with the values involved for a window statistic (20).
+	MinRequests int
+	// ResidualFactor flags TTFT residuals above this many robust scales (3).
+	ResidualFactor float64
+	// DecodeFactor flags decode time per token above this many window medians (3).
+	DecodeFactor float64
+	// MinQueue is the least queue time, in seconds, for queue_over_half (0.1).
+	MinQueue float64
+}
+
+// Defaults of Options.
+const (
+	DefaultMinRequests    = 20
+	DefaultResidualFactor = 3
+	DefaultDecodeFactor   = 3
+	DefaultMinQueue       = 0.1
+)
+
+func (o Options) withDefaults() Options {
+	if o.MinRequests <= 0 {
+		o.MinRequests = DefaultMinRequests
+	}
+	if o.ResidualFactor <= 0 {
+		o.ResidualFactor = DefaultResidualFactor
+	}
+	if o.DecodeFactor <= 0 {
+		o.DecodeFactor = DefaultDecodeFactor
+	}
+	if o.MinQueue <= 0 {
+		o.MinQueue = DefaultMinQueue
+	}
+	return o
+}
+
+// Result is a join.
+type Result struct {
+	// Rows are the requests in the order given.
+	Rows     []Row
+	Window   WindowStats
+	Coverage Coverage
+	// Notices say what the join could not do, in words a user can act on.
+	Notices []string
+}
+
+// Join joins requests with metric states and findings, and flags anomalies.
+func Join(in Input, opts Options) Result {
+	opts = opts.withDefaults()
+	res := Result{Rows: make([]Row, len(in.Requests))}
+	states := make([]State, len(in.Requests)*len(Joined))
+	for i := range states {
+		states[i] = State{AtStart: math.NaN(), Worst: math.NaN()}
+	}
+	for i, r := range in.Requests {
+		res.Rows[i] = Row{Request: r, States: states[i*len(Joined) : (i+1)*len(Joined) : (i+1)*len(Joined)], DecodePerToken: decodePerToken(r)}
+	}
+	models := instanceModels(in.Set)
+	res.Notices = append(res.Notices, fillModels(res.Rows, models)...)
+	if in.Set != nil {
+		joinStates(res.Rows, in.Set)
+	}
+	joinFindings(res.Rows, in.Findings)
+	res.Window = windowStats(res.Rows, opts)
+	res.Notices = append(res.Notices, flag(res.Rows, res.Window, opts)...)
+	res.Coverage = coverage(in, len(in.Requests))
+	return res
+}
+
+// decodePerToken divides decode time by the tokens after the first, as vLLM's
+// request_time_per_output_token does.
+func decodePerToken(r traces.Request) float64 {
+	if !r.Present.Has(traces.FieldDecode) || !r.Present.Has(traces.FieldOutputTokens) || r.OutputTokens < 2 {
+		return math.NaN()
+	}
+	return r.Decode / float64(r.OutputTokens-1)
+}
+
+func instanceModels(set *series.Set) map[string][]string {
+	out := map[string][]string{}
+	if set == nil {
+		return out
+	}
+	for _, k := range set.Keys() {
+		if !slices.Contains(out[k.Instance], k.Model) {
+			out[k.Instance] = append(out[k.Instance], k.Model)
+		}
+	}
+	return out
+}
+
+// fillModels gives requests without a model their instance's only model.
+func fillModels(rows []Row, models map[string][]string) []string {
+	several := map[string]int{}
+	unknown := map[string]int{}
+	for i := range rows {
+		r := &rows[i]
+		if r.Model != "" {
+			continue
+		}
+		switch ms := models[r.Instance]; len(ms) {
+		case 0:
+			unknown[r.Instance]++
+		case 1:
+			r.Model, r.ModelFromMetrics = ms[0], true
+		default:
+			several[r.Instance]++
+		}
+	}
+	var notes []string
+	for _, inst := range sortedKeys(several) {
+		notes = append(notes, fmt.Sprintf("%d request(s) of %s have no model attribute and the instance serves %s in the metrics: "+
+			"their metric state is not joined and findings match on the instance only; set spanModelAttribute to an attribute that names the model",
+			several[inst], instanceName(inst), strings.Join(models[inst], ", ")))
+	}
+	for _, inst := range sortedKeys(unknown) {
+		if len(models) == 0 {
+			break
+		}
+		notes = append(notes, fmt.Sprintf("%d request(s) come from instance %s, which has no vLLM metrics in this range: "+
+			"check that spanInstanceAttribute names an attribute whose value equals the Prometheus instance label",
+			unknown[inst], instanceName(inst)))
+	}
+	return notes
+}
+
+func instanceName(inst string) string {
+	if inst == "" {
+		return `"" (the span has no instance attribute)`
+	}
+	return inst
+}
+
+// joinStates reads each row's states from its key's series. The grid is regular, so the
+// as-of sample is index arithmetic and the rows need no sorting.
+func joinStates(rows []Row, set *series.Set) {
+	g := set.Grid
+	if g.Len == 0 || g.Step <= 0 {
+		return
+	}
+	// values[k][j] is key k's series of Joined[j], nil when absent; a key without any is nil.
+	ids := map[series.Key]int{}
+	var values [][][]float64
+	for _, k := range set.Keys() {
+		var vs [][]float64
+		for j, js := range Joined {
+			if s := set.Get(k, js.Signal); s != nil {
+				if vs == nil {
+					vs = make([][]float64, len(Joined))
+				}
+				vs[j] = s.Values
+			}
+		}
+		ids[k] = len(values)
+		values = append(values, vs)
+	}
+	for i := range rows {
+		r := &rows[i]
+		if r.Model == "" {
+			continue
+		}
+		id, ok := ids[series.Key{Instance: r.Instance, Model: r.Model}]
+		if !ok || values[id] == nil {
+			continue
+		}
+		first, ok := g.Index(r.Start)
+		if !ok {
+			continue
+		}
+		last, _ := g.Index(r.End)
+		last = max(last, first)
+		r.MetricsAt = g.Time(first)
+		for j, v := range values[id] {
+			if v != nil {
+				r.States[j] = stateOf(v, first, last, Joined[j].LowerIsWorse)
+			}
+		}
+	}
+}
+
+func stateOf(v []float64, first, last int, lowerIsWorse bool) State {
+	st := State{AtStart: v[first], Worst: math.NaN()}
+	for _, x := range v[first : last+1] {
+		if math.IsNaN(x) {
+			continue
+		}
+		if math.IsNaN(st.Worst) || (lowerIsWorse && x < st.Worst) || (!lowerIsWorse && x > st.Worst) {
+			st.Worst = x
+		}
+	}
+	return st
+}
+
+// joinFindings gives each row the findings of its instance (and model) that overlap it. The
+// rows' finding lists share one backing array, filled in a second pass.
+func joinFindings(rows []Row, findings []diagnosis.Finding) {
+	if len(findings) == 0 {
+		return
+	}
+	byInstance := map[string][]*diagnosis.Finding{}
+	for i := range findings {
+		f := &findings[i]
+		byInstance[f.Key.Instance] = append(byInstance[f.Key.Instance], f)
+	}
+	for _, fs := range byInstance {
+		sort.SliceStable(fs, func(a, b int) bool { return fs[a].Start.Before(fs[b].Start) })
+	}
+	active := func(r *Row, visit func(*diagnosis.Finding)) {
+		fs := byInstance[r.Instance]
+		// Findings that start after the request ends cannot overlap it.
+		n := sort.Search(len(fs), func(k int) bool { return fs[k].Start.After(r.End) })
+		for _, f := range fs[:n] {
+			if f.End.Before(r.Start) || (r.Model != "" && f.Key.Model != "" && f.Key.Model != r.Model) {
+				continue
+			}
+			visit(f)
+		}
+	}
+	counts := make([]int, len(rows))
+	total := 0
+	for i := range rows {
+		active(&rows[i], func(*diagnosis.Finding) { counts[i]++ })
+		total += counts[i]
+	}
+	backing := make([]*diagnosis.Finding, 0, total)
+	for i := range rows {
+		if counts[i] == 0 {
+			continue
+		}
+		from := len(backing)
+		active(&rows[i], func(f *diagnosis.Finding) { backing = append(backing, f) })
+		rows[i].Findings = backing[from:len(backing):len(backing)]
+	}
+}
+
+// Coverage is how many of the window's finished requests have a span.
+type Coverage struct {
+	// Spans is the number of requests the search returned.
+	Spans int
+	// Finished is the number of requests that finished in the window per the metrics; NaN
+	// when the metrics lack request_rate.
+	Finished float64
+	// Truncated: the search stopped at its limit, so Spans is a lower bound.
+	Truncated bool
+}
+
+// Known reports whether the metrics gave a count of finished requests.
+func (c Coverage) Known() bool { return !math.IsNaN(c.Finished) }
+
+// Text is the coverage as a notice, such as "12 of 3,400 requests ... have a span".
+func (c Coverage) Text() string {
+	if !c.Known() {
+		return fmt.Sprintf("%d request span(s) found; the metrics have no vllm:request_success_total in this range, so how many requests finished is unknown", c.Spans)
+	}
+	spans := thousands(float64(c.Spans))
+	if c.Truncated {
+		spans = "at least " + spans + " (the search stopped at its limit)"
+	}
+	s := fmt.Sprintf("%s of %s requests that finished in this range (per vllm:request_success_total) have a span", spans, thousands(c.Finished))
+	if c.Finished > 0 && float64(c.Spans) < 0.9*c.Finished && !c.Truncated {
+		s += ": traces are sampled, so percentiles taken from spans are biased; use the metrics for rates and quantiles"
+	}
+	return s
+}
+
+func coverage(in Input, spans int) Coverage {
+	c := Coverage{Spans: spans, Finished: math.NaN(), Truncated: in.Truncated}
+	if in.Set == nil {
+		return c
+	}
+	g := in.Set.Grid
+	from, to := in.From, in.To
+	sum, seen := 0.0, false
+	for _, k := range in.Set.Keys() {
+		s := in.Set.Get(k, series.RequestRate)
+		if s == nil {
+			continue
+		}
+		// Each sample is the mean rate over the window ending at it; one step's worth of it is
+		// the requests of that step.
+		for i, v := range s.Values {
+			t := g.Time(i)
+			if math.IsNaN(v) || !t.After(from) || t.After(to) {
+				continue
+			}
+			sum += v * g.Step.Seconds()
+			seen = true
+		}
+	}
+	if seen {
+		c.Finished = math.Round(sum)
+	}
+	return c
+}
+
+// thousands writes a count with thousands separators.
+func thousands(v float64) string {
+	s := fmt.Sprintf("%.0f", v)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+func sortedKeys(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
