@@ -1,0 +1,130 @@
+package sim
+
+import (
+	"sort"
+	"testing"
+	"time"
+)
+
+// secondary are the rules a fault may also trip on its instance while it lasts: DESIGN §4's
+// symptom rules, which the diagnosis reports as secondary to a specific cause, and the
+// symptoms that a cause produces by its nature (a saturated cache also queues requests).
+var secondary = map[string][]string{
+	RuleKVCacheSaturated:     {RulePastTheKnee},
+	RulePreemptionsFreeCache: {RuleKVCacheSaturated, RulePastTheKnee},
+}
+
+var symptomRules = []string{RulePrefillBound, RuleDecodeBound, RuleTokenBudgetStarved}
+
+// overlap is how long two intervals share.
+func overlap(a, b [2]time.Time) time.Duration {
+	from, to := a[0], a[1]
+	if b[0].After(from) {
+		from = b[0]
+	}
+	if b[1].Before(to) {
+		to = b[1]
+	}
+	return max(0, to.Sub(from))
+}
+
+func TestEachFaultShowsItsSymptomOnlyWhileItLasts(t *testing.T) {
+	for _, name := range Scenarios() {
+		t.Run(name, func(t *testing.T) {
+			res := run(t, name)
+			sc := res.Scenario
+			var rule string
+			for _, in := range sc.Instances {
+				for _, f := range in.Faults {
+					if f.Rule != faultRestart {
+						rule = f.Rule
+					}
+				}
+			}
+			if rule == "" && len(res.Truth) > 0 {
+				t.Fatalf("a scenario without faults has ground truth %v", res.Truth)
+			}
+			if rule != "" && len(res.Truth) == 0 {
+				t.Fatalf("fault %s left no ground truth", rule)
+			}
+			for _, in := range sc.Instances {
+				v := res.view(in.Address)
+				pts := v.points(time.Minute)
+				b := v.baseline(t0, t0.Add(res.Duration/3))
+				var truth [][2]time.Time
+				for _, f := range res.Truth {
+					if f.Instance == in.Address {
+						truth = append(truth, [2]time.Time{f.Start, f.End})
+					}
+				}
+				allowed := map[string]bool{}
+				if len(truth) > 0 {
+					allowed[rule] = true
+					for _, r := range append(symptomRules, secondary[rule]...) {
+						allowed[r] = true
+					}
+				}
+				var rules []string
+				for r := range conditions {
+					rules = append(rules, r)
+				}
+				sort.Strings(rules)
+				for _, r := range rules {
+					fired := firing(r, pts, b, res.Scrape)
+					var during time.Duration
+					for _, f := range fired {
+						var inside time.Duration
+						for _, tr := range truth {
+							// The fault's own end and a few minutes of rate windows and drain.
+							inside += overlap(f, [2]time.Time{tr[0].Add(-2 * time.Minute), tr[1].Add(4 * time.Minute)})
+						}
+						if !allowed[r] || inside < f[1].Sub(f[0]) {
+							t.Errorf("%s: %s fires from %s to %s, outside the ground truth %v\n%s", in.Address, r,
+								f[0].Format("15:04:05"), f[1].Format("15:04:05"), truth, table(pts))
+						}
+						if r == rule {
+							for _, tr := range truth {
+								during += overlap(f, tr)
+							}
+						}
+					}
+					if r != rule || len(truth) == 0 || rule == RulePreemptionsFreeCache {
+						continue
+					}
+					var total time.Duration
+					for _, tr := range truth {
+						total += tr[1].Sub(tr[0])
+					}
+					if during < total*7/10 {
+						t.Errorf("%s: %s fires for %v of its %v ground truth\n%s", in.Address, r, during, total, table(pts))
+					}
+				}
+			}
+		})
+	}
+}
+
+// preemptions_free_cache is judged on what its mechanism promises rather than on the
+// instantaneous gauge: preemptions every minute, with the cache below 0.9 in most scrapes.
+func TestPreemptionsHappenWithTheCacheMostlyFree(t *testing.T) {
+	res := run(t, RulePreemptionsFreeCache)
+	if len(res.Truth) == 0 {
+		t.Fatal("no ground truth")
+	}
+	v := res.view(FaultyInstance)
+	tr := res.Truth[0]
+	var n, low int
+	for _, p := range v.points(time.Minute) {
+		if p.at.Before(tr.Start) || p.at.After(tr.End) {
+			continue
+		}
+		n++
+		if p.kv < 0.9 {
+			low++
+		}
+	}
+	preempt := v.increase("vllm:num_preemptions_total", tr.Start, tr.End) / tr.End.Sub(tr.Start).Minutes()
+	if preempt <= 1 || low*2 < n {
+		t.Errorf("%.1f preemptions a minute, kv usage below 0.9 in %d of %d scrapes", preempt, low, n)
+	}
+}
