@@ -16,10 +16,10 @@
 //   - Findings are those of the request's instance (and model, when both are known) whose
 //     [Start, End] overlaps the request's [Start, End].
 //
-// The grid is regular, so the as-of sample is index arithmetic, O(1); requests are grouped by
-// key and walked in start order, each key's series read forward. The cost is O(R log R + S +
-// the grid steps the requests span), S being the samples of the joined series: no query per
-// request.
+// The grid is regular, so each request's as-of sample is index arithmetic, O(1), and requests
+// need no sorting; findings are sorted by start per instance and found by binary search. The
+// cost is O(R log F + S + the grid steps the requests span), S being the samples of the joined
+// series and F the findings: one pass, no query per request.
 //
 // Requests without a model (vLLM's current spans carry none) take their instance's model from
 // the metrics when the instance serves exactly one; with several, the model stays empty, the
