@@ -108,16 +108,9 @@ type ServeOptions struct {
 // Serve runs the scenario against the wall clock until ctx ends, serving each instance's
 // /metrics on its own port (so Prometheus's instance label is that host:port).
 func Serve(ctx context.Context, sc Scenario, o ServeOptions) error {
-	host, portText, err := net.SplitHostPort(o.Listen)
+	sc, err := Relisten(sc, o.Listen)
 	if err != nil {
-		return fmt.Errorf("listen address %q: want host:port: %w", o.Listen, err)
-	}
-	port, err := strconv.Atoi(portText)
-	if err != nil || port < 1 || port+len(sc.Instances)-1 > 65535 {
-		return fmt.Errorf("listen address %q: want a port from 1 to %d", o.Listen, 65536-len(sc.Instances))
-	}
-	for i := range sc.Instances {
-		sc.Instances[i].Address = net.JoinHostPort(host, strconv.Itoa(port+i))
+		return err
 	}
 	if o.Duration <= 0 {
 		o.Duration = time.Hour
@@ -189,6 +182,24 @@ func flush(l *live, x *Exporter) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return x.Export(ctx, l.takeSpans())
+}
+
+// Relisten returns the scenario with instance i at listen's port plus i: the addresses that
+// Serve gives the instances, so that an Exporter made for it names them the same way.
+func Relisten(sc Scenario, listen string) (Scenario, error) {
+	host, portText, err := net.SplitHostPort(listen)
+	if err != nil {
+		return sc, fmt.Errorf("listen address %q: want host:port: %w", listen, err)
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil || port < 1 || port+len(sc.Instances)-1 > 65535 {
+		return sc, fmt.Errorf("listen address %q: want a port from 1 to %d", listen, 65536-len(sc.Instances))
+	}
+	sc.Instances = append([]Instance(nil), sc.Instances...)
+	for i := range sc.Instances {
+		sc.Instances[i].Address = net.JoinHostPort(host, strconv.Itoa(port+i))
+	}
+	return sc, nil
 }
 
 // WriteFileAtomic writes a file through write into a temporary file beside it and renames
