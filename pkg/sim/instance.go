@@ -97,7 +97,7 @@ func newInstanceSim(sc *Scenario, index int, duration, scrape float64) *instance
 	s.phases = buildPhases(in, duration)
 	s.windows = make([]window, int(math.Ceil(duration/scrape))+1)
 	s.start()
-	s.arrival = s.nextGap()
+	s.arrival = s.nextGap(0)
 	return s
 }
 
@@ -135,11 +135,12 @@ func (s *instanceSim) publishState() {
 
 func (s *instanceSim) up() bool { return s.now >= s.upAt }
 
-func (s *instanceSim) nextGap() float64 {
+// nextGap is the Poisson arrival after the one at from.
+func (s *instanceSim) nextGap(from float64) float64 {
 	if s.load.RatePerSecond <= 0 {
 		return math.Inf(1)
 	}
-	return s.now + s.rng.ExpFloat64()/s.load.RatePerSecond
+	return from + s.rng.ExpFloat64()/s.load.RatePerSecond
 }
 
 func (s *instanceSim) nextPhase() float64 {
@@ -231,6 +232,9 @@ func (s *instanceSim) events() {
 			s.start()
 			continue
 		}
+		if math.IsInf(s.arrival, 1) {
+			s.arrival = s.nextGap(s.now)
+		}
 		s.eng.reconfigure(p.engine, s.now)
 		s.metrics.setCacheConfig(p.engine)
 		s.publishState()
@@ -239,7 +243,7 @@ func (s *instanceSim) events() {
 		if s.up() {
 			s.eng.waiting = append(s.eng.waiting, s.newRequest(s.arrival))
 		}
-		s.arrival = s.nextGap()
+		s.arrival = s.nextGap(s.arrival)
 	}
 	if s.up() && s.eng.busy() {
 		s.eng.abortExpired(s.now)

@@ -196,23 +196,23 @@ var catalogue = map[string]func() Scenario{
 	},
 	RulePrefillBound: func() Scenario {
 		return faulty(RulePrefillBound,
-			"prompts grow from ~650 to ~2650 tokens (long contexts): TTFT and prefill time rise together",
+			"prompts grow from ~1400 to ~2800 tokens (long contexts): TTFT and prefill time rise together",
 			RulePrefillBound,
-			func(in *Instance) { in.Engine.NumGPUBlocks = 12000 },
+			func(in *Instance) { in.Engine.NumGPUBlocks = 24000 },
 			func(_ EngineConfig, l Load) (*EngineConfig, *Load) {
-				l.SuffixTokens = Dist{Mean: 2400, CV: 0.3, Min: 8}
+				l.SuffixTokens = Dist{Mean: 1800, CV: 0.3, Min: 8}
 				return nil, &l
 			})
 	},
 	RuleDecodeBound: func() Scenario {
 		return faulty(RuleDecodeBound,
-			"traffic rises to 10 requests a second with 300-token answers: the batch widens and each decode step reads far more KV",
+			"traffic rises to 7 requests a second with 300-token answers: the batch widens and each decode step reads far more KV",
 			RuleDecodeBound,
 			func(in *Instance) {
-				in.Engine.NumGPUBlocks, in.Engine.MaxNumSeqs = 16000, 512
+				in.Engine.NumGPUBlocks, in.Engine.MaxNumSeqs = 32000, 1024
 			},
 			func(_ EngineConfig, l Load) (*EngineConfig, *Load) {
-				l.RatePerSecond = 10
+				l.RatePerSecond = 7
 				l.OutputTokens = Dist{Mean: 300, CV: 0.5, Min: 4}
 				return nil, &l
 			})
