@@ -82,6 +82,7 @@ type handler func(ctx context.Context, d *Datasource, q backend.DataQuery, query
 var handlers = map[string]handler{
 	QueryTypeSignals:   handleSignals,
 	QueryTypeDiagnosis: handleDiagnosis,
+	QueryTypeVerdict:   handleVerdict,
 }
 
 // QueryData answers each query of a request on its own, concurrently; one query's failure or
