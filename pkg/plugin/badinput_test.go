@@ -110,14 +110,22 @@ func invalidLabelMatchers(t *testing.T, e *env) {
 
 func unreachablePrometheus(t *testing.T, e *env) {
 	addr := freeAddr(t) // closed as soon as it was found free: nothing listens there
-	pc := pluginContext("http://"+addr, nil)
+	const password = "hunter2-s3cret"
+	pc := pluginContext("http://admin:"+password+"@"+addr, nil)
 	res := e.query(t, pc, e.dataQuery("A", signalsQuery()), e.dataQuery("B", signalsQuery(string(series.Running))))
 	for _, ref := range []string{"A", "B"} {
-		checkFailure(t, res.Responses[ref], wantFailure{status: backend.StatusBadGateway, source: backend.ErrorSourceDownstream, says: []string{"Prometheus", addr, "connection refused"}})
+		r := res.Responses[ref]
+		checkFailure(t, r, wantFailure{status: backend.StatusBadGateway, source: backend.ErrorSourceDownstream, says: []string{"Prometheus", addr, "connection refused"}})
+		if r.Error != nil && strings.Contains(r.Error.Error(), password) {
+			t.Errorf("error %q shows the password written into the URL", r.Error)
+		}
 	}
 	h := e.health(t, pc)
 	if h.Status != backend.HealthStatusError {
 		t.Errorf("health %s, want an error", h.Status)
+	}
+	if strings.Contains(h.Message, password) {
+		t.Errorf("health message %q shows the password written into the URL", h.Message)
 	}
 	for _, want := range []string{addr, "connection refused", "Check the URL"} {
 		if !strings.Contains(h.Message, want) {

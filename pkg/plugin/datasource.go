@@ -65,7 +65,7 @@ func NewDatasource(ctx context.Context, s backend.DataSourceInstanceSettings) (i
 	}
 	api, err := promapi.NewClient(promapi.Config{Address: settings.PrometheusURL, Client: client})
 	if err != nil {
-		ds.settingsErr = fmt.Errorf("the Prometheus URL %q is not usable: %w", settings.PrometheusURL, err)
+		ds.settingsErr = fmt.Errorf("the Prometheus URL %q is not usable: %w", redacted(settings.PrometheusURL), err)
 		return ds, nil
 	}
 	ds.prom = signals.NewClient(v1.NewAPI(api), settings.Labels, settings.ScrapeInterval, settings.LabelMatchers)

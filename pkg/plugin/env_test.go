@@ -20,15 +20,15 @@ import (
 )
 
 // Two vLLM servers, one model each. Their TTFT observations put the quantiles in known
-// buckets: on a, p50 in (0.25, 0.5] and p99 in (1, 2.5]; on b, p50 in (0.04, 0.06] and p99 in
-// (0.75, 1].
+// buckets, bursts or not: on a, p50 in (0.25, 0.5] and p99 in (1, 2.5]; on b, p50 in
+// (0.04, 0.06] and p99 in (0.75, 1].
 var (
 	serverA = server{instance: "10.0.0.1:8000", model: "meta-llama/Llama-3.1-8B-Instruct", running: 4, kvUsage: 0.5,
-		ttft: []observation{{seconds: 0.3, count: 80}, {seconds: 2, count: 20}},
-		itl:  []observation{{seconds: 0.02, count: 500}, {seconds: 0.12, count: 50}}}
+		ttft: []observation{{seconds: 0.3, count: 80}, {seconds: 2, count: 20}, {seconds: 2, count: 10, every: 6}},
+		itl:  []observation{{seconds: 0.02, count: 500}, {seconds: 0.12, count: 50}, {seconds: 0.35, count: 100, every: 5}}}
 	serverB = server{instance: "10.0.0.2:8000", model: "Qwen/Qwen2.5-7B-Instruct", running: 8, kvUsage: 0.7,
-		ttft: []observation{{seconds: 0.05, count: 98}, {seconds: 0.9, count: 2}},
-		itl:  []observation{{seconds: 0.04, count: 300}}}
+		ttft: []observation{{seconds: 0.05, count: 98}, {seconds: 0.9, count: 2}, {seconds: 0.9, count: 10, every: 6}},
+		itl:  []observation{{seconds: 0.04, count: 300}, {seconds: 0.18, count: 60, every: 7}}}
 )
 
 // dataSpan is how much history each generated Prometheus holds.

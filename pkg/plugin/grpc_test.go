@@ -48,6 +48,7 @@ func TestPluginOverGRPC(t *testing.T) {
 		{"unreachable Prometheus is a downstream error", unreachablePrometheus},
 		{"Prometheus 5xx fails the query that hit it, downstream", prometheus5xx},
 		{"Prometheus slower than the timeout setting fails that query, downstream", prometheusTimeout},
+		{"the built binary answers over go-plugin as Grafana starts it", builtBinaryAnswersOverGoPlugin},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, e) })
 	}
@@ -165,17 +166,6 @@ func sameValues(t *testing.T, what string, got, want points) {
 	}
 }
 
-func lastValue(p points) float64 {
-	var last int64 = math.MinInt64
-	v := math.NaN()
-	for ts, x := range p {
-		if ts > last && x != nil {
-			last, v = ts, *x
-		}
-	}
-	return v
-}
-
 func okResponse(t *testing.T, res *backend.QueryDataResponse, refID string) backend.DataResponse {
 	t.Helper()
 	r, ok := res.Responses[refID]
@@ -237,9 +227,12 @@ func signalsAnswerWhatPrometheusAnswers(t *testing.T, e *env) {
 		{series.TTFTP50, serverB, 0.04, 0.06},
 		{series.TTFTP99, serverB, 0.75, 1},
 	} {
-		v := lastValue(got[frameKey{string(c.sig), c.server.instance, c.server.model}])
-		if !(v > c.lower && v <= c.upper) {
-			t.Errorf("%s on %s = %g, want it in the bucket (%g, %g] that the observations put it in", c.sig, c.server.instance, v, c.lower, c.upper)
+		for ts, v := range got[frameKey{string(c.sig), c.server.instance, c.server.model}] {
+			if v != nil && !(*v > c.lower && *v <= c.upper) {
+				t.Errorf("%s on %s at %s = %g, want it in the bucket (%g, %g] that the observations put it in",
+					c.sig, c.server.instance, time.UnixMilli(ts).UTC().Format(time.TimeOnly), *v, c.lower, c.upper)
+				break
+			}
 		}
 	}
 	// Grafana shows each series by its display name and unit: the signal's label and unit.

@@ -20,11 +20,11 @@ func (d *Datasource) CheckHealth(ctx context.Context, _ *backend.CheckHealthRequ
 	det, err := d.prom.Detect(ctx)
 	if err != nil {
 		return &backend.CheckHealthResult{Status: backend.HealthStatusError,
-			Message: fmt.Sprintf("Prometheus at %s: %v. Check the URL, the network path from Grafana, and the auth settings.", d.settings.PrometheusURL, err)}, nil
+			Message: fmt.Sprintf("Prometheus at %s: %v. Check the URL, the network path from Grafana, and the auth settings.", redacted(d.settings.PrometheusURL), err)}, nil
 	}
 	if det.Generation == vllm.GenerationNone {
 		return &backend.CheckHealthResult{Status: backend.HealthStatusError,
-			Message: fmt.Sprintf("Prometheus at %s is reachable but holds no vLLM metrics (vllm:*)%s. Check that it scrapes vLLM's /metrics endpoint and that vLLM does not run with --disable-log-stats (which turns its metrics off).", d.settings.PrometheusURL, matchersNote(d.settings.LabelMatchers))}, nil
+			Message: fmt.Sprintf("Prometheus at %s is reachable but holds no vLLM metrics (vllm:*)%s. Check that it scrapes vLLM's /metrics endpoint and that vLLM does not run with --disable-log-stats (which turns its metrics off).", redacted(d.settings.PrometheusURL), matchersNote(d.settings.LabelMatchers))}, nil
 	}
 	end := time.Now()
 	start := end.Add(-24 * time.Hour)

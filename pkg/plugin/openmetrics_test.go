@@ -38,10 +38,20 @@ type server struct {
 	itl []observation
 }
 
-// observation is count requests that took seconds.
+// observation is count requests that took seconds, in every scrape interval, or in every
+// every-th one when every > 1: bursts make the rate window's length matter.
 type observation struct {
 	seconds float64
 	count   int
+	every   int
+}
+
+// upTo is how many of these observations the first i scrape intervals hold.
+func (o observation) upTo(i int) float64 {
+	if o.every > 1 {
+		return float64(o.count * (i / o.every))
+	}
+	return float64(o.count * i)
 }
 
 // family is one metric family of the exposition and its samples per scrape.
@@ -149,14 +159,14 @@ func writeHistogram(b *strings.Builder, fam family, s server, base string, i int
 	obs := fam.obs(s)
 	var total, sum float64
 	for _, o := range obs {
-		total += float64(o.count * i)
-		sum += o.seconds * float64(o.count*i)
+		total += o.upTo(i)
+		sum += o.seconds * o.upTo(i)
 	}
 	for _, le := range fam.buckets {
 		var c float64
 		for _, o := range obs {
 			if o.seconds <= le {
-				c += float64(o.count * i)
+				c += o.upTo(i)
 			}
 		}
 		fmt.Fprintf(b, "%s_bucket{%s,le=%q} %s %s\n", fam.name, base, num(le), num(c), ts)

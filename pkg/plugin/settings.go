@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -118,10 +119,28 @@ func checkURL(what, raw string) error {
 		return fmt.Errorf("the %s is empty: set it to the server's base URL, such as http://prometheus:9090", what)
 	}
 	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("the %s %q is not an http or https URL", what, raw)
+	if err != nil {
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err // its URL could hold a password
+		}
+		return fmt.Errorf("the %s is not a valid URL: %v", what, err)
+	}
+	// Not quoted: without a scheme, "user:password@host" parses as an opaque URL that
+	// Redacted does not hide.
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("the %s is not an http or https URL: write it as http://host:port or https://host:port", what)
 	}
 	return nil
+}
+
+// redacted is a URL as messages may show it: without a password written into it.
+func redacted(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(an unparsable URL)"
+	}
+	return u.Redacted()
 }
 
 func orDefault(v, def string) string {

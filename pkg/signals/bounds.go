@@ -12,11 +12,13 @@ func bucketOf(v float64, bounds []float64) (lower, upper float64) {
 	if math.IsNaN(v) || len(bounds) == 0 {
 		return math.NaN(), math.NaN()
 	}
-	i := sort.SearchFloat64s(bounds, v-1e-12*math.Max(1, math.Abs(v)))
+	tol := 1e-12 * math.Max(1, math.Abs(v))
+	i := sort.SearchFloat64s(bounds, v-tol)
 	switch {
 	case i >= len(bounds):
 		return bounds[len(bounds)-1], math.Inf(1)
-	case i == len(bounds)-1:
+	case i == len(bounds)-1 && v >= bounds[i]-tol:
+		// On the top finite bound: the last finite bucket's top, or the +Inf bucket.
 		prev := 0.0
 		if i > 0 {
 			prev = bounds[i-1]

@@ -1,0 +1,123 @@
+package plugin
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+
+	"github.com/seed/vllm-datasource/pkg/vllm"
+)
+
+func TestLoadSettingsDefaults(t *testing.T) {
+	got, err := LoadSettings(backend.DataSourceInstanceSettings{URL: "http://prometheus:9090/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name      string
+		got, want any
+	}{
+		{"Prometheus URL without trailing slash", got.PrometheusURL, "http://prometheus:9090"},
+		{"traces backend", got.TracesBackend, TracesNone},
+		{"scrape interval", got.ScrapeInterval, 15 * time.Second},
+		{"label matchers", len(got.LabelMatchers), 0},
+		{"instance label", got.Labels.Instance, "instance"},
+		{"model label", got.Labels.Model, vllm.LabelModelName},
+		{"service name", got.ServiceName, vllm.DefaultServiceName},
+		{"span name", got.SpanName, vllm.DefaultSpanName},
+		{"span instance attribute", got.SpanInstanceAttribute, vllm.DefaultInstanceAttr},
+		{"span model attribute", got.SpanModelAttribute, vllm.DefaultModelAttr},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, c.got, c.want)
+		}
+	}
+}
+
+func TestLoadSettingsReadsJSONData(t *testing.T) {
+	got, err := LoadSettings(backend.DataSourceInstanceSettings{URL: "https://mimir.example/prometheus", JSONData: []byte(`{
+		"tracesBackend": "jaeger", "tracesUrl": "http://jaeger:16686/", "scrapeInterval": "30s",
+		"labelMatchers": "job=\"vllm\", namespace=~\"inference-.*\"", "instanceLabel": "pod", "modelLabel": "served_model"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.TracesBackend != TracesJaeger || got.TracesURL != "http://jaeger:16686" || got.ScrapeInterval != 30*time.Second ||
+		got.Labels.Instance != "pod" || got.Labels.Model != "served_model" {
+		t.Errorf("settings %+v do not hold the jsonData", got)
+	}
+	want := []string{`job="vllm"`, `namespace=~"inference-.*"`}
+	if strings.Join(got.LabelMatchers, " ") != strings.Join(want, " ") {
+		t.Errorf("label matchers %q, want %q", got.LabelMatchers, want)
+	}
+}
+
+func TestLoadSettingsNamesTheInvalidSetting(t *testing.T) {
+	const prom = "http://prometheus:9090"
+	for _, c := range []struct {
+		name     string
+		url      string
+		jsonData string
+		says     []string
+	}{
+		{"empty Prometheus URL", "", `{}`, []string{"Prometheus URL", "empty", "http://prometheus:9090"}},
+		{"Prometheus URL without scheme", "prometheus:9090", `{}`, []string{"Prometheus URL", "not an http or https URL"}},
+		{"Prometheus URL of another scheme", "ftp://prometheus", `{}`, []string{"Prometheus URL", "http or https"}},
+		{"unparsable Prometheus URL", "http://prom etheus:9090", `{}`, []string{"Prometheus URL", "not a valid URL"}},
+		{"jsonData not an object", prom, `[1]`, []string{"jsonData"}},
+		{"unknown traces backend", prom, `{"tracesBackend": "zipkin"}`, []string{"tracesBackend", `"zipkin"`, "tempo, jaeger or none"}},
+		{"traces backend without URL", prom, `{"tracesBackend": "tempo"}`, []string{"tracesUrl", "empty"}},
+		{"traces URL not http", prom, `{"tracesBackend": "jaeger", "tracesUrl": "jaeger:16686"}`, []string{"tracesUrl", "http or https"}},
+		{"scrape interval not a duration", prom, `{"scrapeInterval": "15"}`, []string{"scrapeInterval", `"15"`, "such as 15s"}},
+		{"scrape interval not positive", prom, `{"scrapeInterval": "-15s"}`, []string{"scrapeInterval", "positive"}},
+		{"label matchers not PromQL", prom, `{"labelMatchers": "{job=}"}`, []string{"labelMatchers", "{job=}"}},
+		{"label matchers that choose a metric", prom, `{"labelMatchers": "{__name__=\"up\"}"}`, []string{"labelMatchers", "metric name"}},
+		{"instance label not a label name", prom, `{"instanceLabel": "pod-name"}`, []string{"instanceLabel", `"pod-name"`}},
+		{"model label not a label name", prom, `{"modelLabel": "1model"}`, []string{"modelLabel", `"1model"`}},
+		{"thresholds of an unknown rule", prom, `{"thresholds": {"no_such_rule": {"x": 1}}}`, []string{"thresholds", "no_such_rule"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := LoadSettings(backend.DataSourceInstanceSettings{URL: c.url, JSONData: []byte(c.jsonData)})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, s := range c.says {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not say %q", err, s)
+				}
+			}
+		})
+	}
+}
+
+func TestLoadSettingsNeverPrintsSecrets(t *testing.T) {
+	const secret = "hunter2-s3cret"
+	secure := map[string]string{
+		"basicAuthPassword":       secret,
+		"httpHeaderValue1":        secret,
+		"tracesBasicAuthPassword": secret,
+		"tracesBearerToken":       secret,
+	}
+	for _, c := range []struct {
+		name     string
+		url      string
+		jsonData string
+	}{
+		{"password in a Prometheus URL of another scheme", "ftp://admin:" + secret + "@prometheus", `{}`},
+		{"password in an unparsable Prometheus URL", "http://admin:" + secret + "@prom etheus", `{}`},
+		{"password in a traces URL without scheme", "http://prometheus:9090", `{"tracesBackend": "tempo", "tracesUrl": "admin:` + secret + `@tempo"}`},
+		{"password in a traces URL of another scheme", "http://prometheus:9090", `{"tracesBackend": "tempo", "tracesUrl": "grpc://admin:` + secret + `@tempo"}`},
+		{"secure settings beside an invalid setting", "http://prometheus:9090", `{"scrapeInterval": "soon"}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := LoadSettings(backend.DataSourceInstanceSettings{URL: c.url, JSONData: []byte(c.jsonData), DecryptedSecureJSONData: secure})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("error %q shows the secret", err)
+			}
+		})
+	}
+}
