@@ -3,6 +3,7 @@ package stack
 import (
 	"bufio"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -224,5 +225,51 @@ func TestGrafanaImageInstallsTheBuiltPlugin(t *testing.T) {
 	}
 	if copies != 2 {
 		t.Errorf("stage %s copies %d builds into %s; want the front end and the backend", g.Build.Target, copies, want)
+	}
+}
+
+var (
+	goBuild  = regexp.MustCompile(`go build\b[^\n]*?\s(\./\S+)`)
+	copyLine = regexp.MustCompile(`(?m)^COPY\s+(.+)$`)
+	mainPkg  = regexp.MustCompile(`(?m)^package main$`)
+)
+
+func TestDockerfileBuildsAndCopiesWhatTheRepositoryHas(t *testing.T) {
+	raw, err := os.ReadFile(path("Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.ReplaceAll(string(raw), "\\\n", " ")
+	builds := goBuild.FindAllStringSubmatch(text, -1)
+	if len(builds) == 0 {
+		t.Fatal("the Dockerfile builds no Go package")
+	}
+	for _, m := range builds {
+		files, _ := filepath.Glob(path(m[1], "*.go"))
+		var main bool
+		for _, f := range files {
+			src, err := os.ReadFile(f)
+			main = main || (err == nil && mainPkg.Match(src))
+		}
+		if !main {
+			t.Errorf("go build %s: no main package there", m[1])
+		}
+	}
+	for _, m := range copyLine.FindAllStringSubmatch(text, -1) {
+		args := strings.Fields(m[1])
+		if strings.HasPrefix(args[0], "--from=") {
+			continue
+		}
+		var matched bool
+		for _, src := range args[:len(args)-1] {
+			files, _ := filepath.Glob(path(src))
+			if len(files) == 0 && !strings.ContainsAny(src, "*?[") {
+				t.Errorf("COPY %s: not in the repository", src)
+			}
+			matched = matched || len(files) > 0
+		}
+		if !matched {
+			t.Errorf("COPY %s copies nothing", m[1])
+		}
 	}
 }
