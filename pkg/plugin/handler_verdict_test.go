@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -284,4 +285,86 @@ func addressOf(change string) string {
 		return c.before.instance
 	}
 	return verdictChanges[change].address
+}
+
+func TestBaselineWindowReadsAbsoluteAndRelativeTimes(t *testing.T) {
+	now := time.Date(2026, 8, 8, 12, 0, 0, 0, time.UTC)
+	current := verdict.Window{From: now.Add(-time.Hour), To: now}
+	week := now.Add(-7 * 24 * time.Hour)
+	cases := []struct {
+		name, from, to string
+		want           verdict.Window
+	}{
+		{"RFC 3339", "2026-08-01T10:00:00Z", "2026-08-01T11:30:00Z",
+			verdict.Window{From: time.Date(2026, 8, 1, 10, 0, 0, 0, time.UTC), To: time.Date(2026, 8, 1, 11, 30, 0, 0, time.UTC)}},
+		{"Grafana relative time", "now-7d", "now-7d+2h", verdict.Window{From: week, To: week.Add(2 * time.Hour)}},
+		{"without baselineTo the baseline lasts as long as the range", "now-7d", "", verdict.Window{From: week, To: week.Add(time.Hour)}},
+		{"epoch milliseconds", "1785578400000", "1785582000000", verdict.Window{From: time.UnixMilli(1785578400000), To: time.UnixMilli(1785582000000)}},
+		{"ending where the range starts", "now-2h", "now-1h", verdict.Window{From: now.Add(-2 * time.Hour), To: now.Add(-time.Hour)}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := baselineWindow(Query{BaselineFrom: c.from, BaselineTo: c.to}, current, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !got.From.Equal(c.want.From) || !got.To.Equal(c.want.To) {
+				t.Errorf("baseline %v to %v, want %v to %v", got.From, got.To, c.want.From, c.want.To)
+			}
+		})
+	}
+}
+
+func TestVerdictBadInputIsAPluginErrorPerQuery(t *testing.T) {
+	tp, err := datasourcetest.Manage(NewDatasource, datasourcetest.ManageOpts{Address: freeAddr(t)})
+	if err != nil {
+		t.Fatalf("serving the plugin over gRPC: %v", err)
+	}
+	t.Cleanup(func() { _ = tp.Shutdown() })
+	now := time.Now()
+	query := func(refID string, model map[string]any) backend.DataQuery {
+		model["queryType"] = QueryTypeVerdict
+		raw, _ := json.Marshal(model)
+		return backend.DataQuery{RefID: refID, QueryType: QueryTypeVerdict, JSON: raw, Interval: scrape,
+			TimeRange: backend.TimeRange{From: now.Add(-time.Hour), To: now}}
+	}
+	cases := []struct {
+		name  string
+		model map[string]any
+		says  string
+	}{
+		{"baselineFrom missing", map[string]any{"baselineTo": "now-1d"}, "needs baselineFrom"},
+		{"malformed baselineFrom", map[string]any{"baselineFrom": "last tuesday"}, `baselineFrom "last tuesday" is not a time`},
+		{"malformed baselineTo", map[string]any{"baselineFrom": "now-1d", "baselineTo": "2026-13-45"}, `baselineTo "2026-13-45" is not a time`},
+		{"baseline after the range", map[string]any{"baselineFrom": "now+1h", "baselineTo": "now+2h"}, "is not before the query's time range"},
+		{"baseline overlapping the range", map[string]any{"baselineFrom": "now-90m", "baselineTo": "now-30m"}, "overlaps the query's time range"},
+		{"baseline ending before it starts", map[string]any{"baselineFrom": "now-2h", "baselineTo": "now-3h"}, "baselineTo must be after baselineFrom"},
+		{"baseline shorter than two rate windows", map[string]any{"baselineFrom": "now-1d", "baselineTo": "now-1d+30s"}, "needs at least 2m0s per window"},
+		{"unknown optimisation", map[string]any{"baselineFrom": "now-1d", "optimisations": []string{"paged_attention"}}, `unknown optimisation "paged_attention"`},
+	}
+	var queries []backend.DataQuery
+	for i, c := range cases {
+		queries = append(queries, query(string(rune('A'+i)), c.model))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// Nothing listens at this URL: every case must fail before any Prometheus request.
+	res, err := tp.Client.QueryData(ctx, &backend.QueryDataRequest{PluginContext: pluginContext("http://127.0.0.1:1", nil), Queries: queries})
+	if err != nil {
+		t.Fatalf("QueryData over gRPC: %v", err)
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := res.Responses[string(rune('A'+i))]
+			if r.Error == nil {
+				t.Fatal("no error")
+			}
+			if r.ErrorSource != backend.ErrorSourcePlugin || r.Status != backend.StatusBadRequest {
+				t.Errorf("error source %q status %d, want plugin and 400", r.ErrorSource, r.Status)
+			}
+			if !strings.Contains(r.Error.Error(), c.says) {
+				t.Errorf("error %q does not say %q", r.Error, c.says)
+			}
+		})
+	}
 }
