@@ -20,6 +20,7 @@ import (
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 
 	"github.com/seed/vllm-datasource/pkg/signals"
+	"github.com/seed/vllm-datasource/pkg/traces"
 )
 
 // queryConcurrency bounds the queries of one request that run at once; each query fans out
@@ -31,7 +32,9 @@ type Datasource struct {
 	settings    Settings
 	settingsErr error
 	prom        *signals.Client
-	resources   backend.CallResourceHandler
+	// traces is the trace backend, nil when none is configured.
+	traces    traces.Source
+	resources backend.CallResourceHandler
 }
 
 var (
@@ -69,6 +72,9 @@ func NewDatasource(ctx context.Context, s backend.DataSourceInstanceSettings) (i
 		return ds, nil
 	}
 	ds.prom = signals.NewClient(v1.NewAPI(api), settings.Labels, settings.ScrapeInterval, settings.LabelMatchers)
+	if ds.traces, err = newTracesSource(settings); err != nil {
+		ds.settingsErr = err
+	}
 	return ds, nil
 }
 
@@ -83,6 +89,8 @@ var handlers = map[string]handler{
 	QueryTypeSignals:   handleSignals,
 	QueryTypeDiagnosis: handleDiagnosis,
 	QueryTypeVerdict:   handleVerdict,
+	QueryTypeRequests:  handleRequests,
+	QueryTypeExplain:   handleExplain,
 }
 
 // QueryData answers each query of a request on its own, concurrently; one query's failure or

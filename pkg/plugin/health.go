@@ -66,10 +66,15 @@ func matchersNote(ms []string) string {
 	return " matching {" + strings.Join(ms, ", ") + "}"
 }
 
-// tracesHealth describes the trace backend; empty when none is configured.
-func (d *Datasource) tracesHealth(context.Context) string {
-	if d.settings.TracesBackend == TracesNone {
+// tracesHealth describes the trace backend: whether it answers and holds vLLM spans. A trace
+// backend that is down does not fail the check: signals and diagnosis work without it.
+func (d *Datasource) tracesHealth(ctx context.Context) string {
+	if d.traces == nil {
 		return "No trace backend configured: the requests and explain queries need Tempo or Jaeger."
 	}
-	return ""
+	h, err := d.traces.Check(ctx)
+	if err != nil {
+		return "Trace backend: " + err.Error() + ". The requests and explain queries fail until it answers; signals and diagnosis work without it."
+	}
+	return h.Message + "."
 }

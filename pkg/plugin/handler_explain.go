@@ -1,0 +1,85 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+
+	"github.com/seed/vllm-datasource/pkg/correlate"
+	"github.com/seed/vllm-datasource/pkg/frames"
+	"github.com/seed/vllm-datasource/pkg/series"
+	"github.com/seed/vllm-datasource/pkg/traces"
+)
+
+// explainPad is how much of the metrics before and after a request its explanation shows.
+const explainPad = 10 * time.Minute
+
+// handleExplain answers an explain query: one request by trace id, its stages, the findings
+// active while it ran, and the signals of its instance around it.
+func handleExplain(ctx context.Context, d *Datasource, q backend.DataQuery, query Query) backend.DataResponse {
+	if d.traces == nil {
+		return badQuery(errNoTraces)
+	}
+	if strings.TrimSpace(query.TraceID) == "" {
+		return badQuery(errors.New("explain needs a trace id: set traceId, or write the query as explain <traceId>"))
+	}
+	req, err := d.traces.Get(ctx, query.TraceID)
+	if errors.Is(err, traces.ErrNotFound) {
+		return tracesError(fmt.Errorf("%w: no trace %s in %s at %s: it may have expired or been sampled out", traces.ErrNotFound,
+			strings.TrimSpace(query.TraceID), backendName(d.settings.TracesBackend), redacted(d.settings.TracesURL)))
+	}
+	if err != nil {
+		return tracesError(err)
+	}
+
+	// The metrics cover the request with a margin, and the query's range when it is larger.
+	mq := q
+	if from := req.Start.Add(-explainPad); from.Before(mq.TimeRange.From) {
+		mq.TimeRange.From = from
+	}
+	if to := req.End.Add(explainPad); to.After(mq.TimeRange.To) {
+		mq.TimeRange.To = to
+	}
+	scope := Query{Instance: regexp.QuoteMeta(req.Instance)}
+	if req.Model != "" {
+		scope.Model = regexp.QuoteMeta(req.Model)
+	}
+	in := correlate.Input{Requests: []traces.Request{req}, From: req.Start, To: req.End}
+	var notices []string
+	diag, err := d.diagnose(ctx, mq, scope, nil, correlate.Signals())
+	if err != nil {
+		notices = append(notices, "The metrics could not be read, so the request is explained without its metric state and findings: "+err.Error())
+	} else {
+		in.Set, in.Findings = diag.Set, diag.Result.Findings
+	}
+	res := correlate.Join(in, correlate.Options{})
+	for _, n := range res.Notices {
+		// A window of one request has no statistics to compare it with; only the model notices
+		// concern it.
+		if strings.Contains(n, "model") || strings.Contains(n, "metrics") {
+			notices = append(notices, n)
+		}
+	}
+	e := correlate.Explain(res.Rows[0])
+	out := frames.Explanation(e, signalInfo, notices)
+	if diag != nil {
+		shown := []series.Signal{series.TTFTP99}
+		for _, js := range correlate.Joined {
+			shown = append(shown, js.Signal)
+		}
+		out = append(out, frames.Signals(diag.Set, shown, signalInfo, strings.Join(diag.Fetch.Queries, "\n"), nil)...)
+	}
+	return backend.DataResponse{Frames: out}
+}
+
+func backendName(b string) string {
+	if b == TracesTempo {
+		return "Tempo"
+	}
+	return "Jaeger"
+}

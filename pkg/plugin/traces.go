@@ -1,0 +1,60 @@
+package plugin
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"github.com/grafana/grafana-plugin-sdk-go/backend/httpclient"
+
+	"github.com/seed/vllm-datasource/pkg/traces"
+)
+
+// errNoTraces answers the queries that need spans when no trace backend is configured.
+var errNoTraces = errors.New("no trace backend is configured: set Tempo or Jaeger and its URL in the data source's settings (tracesBackend, tracesUrl) to query requests")
+
+// newTracesSource builds the trace backend's client from the settings, or nil when none is
+// configured. Its HTTP client comes from the SDK (timeouts, tracing, error source) and carries
+// the traces credentials, which never leave it: errors name the URL with any password redacted.
+func newTracesSource(s Settings) (traces.Source, error) {
+	if s.TracesBackend == TracesNone {
+		return nil, nil
+	}
+	timeouts := httpclient.DefaultTimeoutOptions
+	opts := httpclient.Options{Timeouts: &timeouts}
+	if s.TracesBasicAuthUser != "" {
+		opts.BasicAuth = &httpclient.BasicAuthOptions{User: s.TracesBasicAuthUser, Password: s.tracesBasicAuthPassword}
+	}
+	if s.tracesBearerToken != "" {
+		opts.Header = http.Header{"Authorization": {"Bearer " + s.tracesBearerToken}}
+	}
+	client, err := httpclient.New(opts)
+	if err != nil {
+		return nil, fmt.Errorf("cannot build an HTTP client for the trace backend: %w", err)
+	}
+	to := traces.Options{
+		ServiceName:       s.ServiceName,
+		SpanName:          s.SpanName,
+		InstanceAttribute: s.SpanInstanceAttribute,
+		ModelAttribute:    s.SpanModelAttribute,
+	}
+	if s.TracesBackend == TracesTempo {
+		return traces.NewTempo(client, s.TracesURL, to)
+	}
+	return traces.NewJaeger(client, s.TracesURL, to)
+}
+
+// tracesError answers a query whose trace backend call failed: the backend's own failures are
+// downstream errors, what the user asked for (a bad id, an unknown or non-vLLM trace) the
+// plugin's, with the message the traces package wrote.
+func tracesError(err error) backend.DataResponse {
+	if traces.IsDownstream(err) {
+		return backend.ErrDataResponseWithSource(backend.StatusBadGateway, backend.ErrorSourceDownstream, err.Error())
+	}
+	status := backend.StatusBadRequest
+	if errors.Is(err, traces.ErrNotFound) {
+		status = backend.StatusNotFound
+	}
+	return backend.ErrDataResponseWithSource(status, backend.ErrorSourcePlugin, err.Error())
+}
