@@ -2,17 +2,23 @@ package plugin
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
+	"github.com/grafana/grafana-plugin-sdk-go/experimental/datasourcetest"
 	"github.com/prometheus/common/model"
 
 	"github.com/seed/vllm-datasource/pkg/signals"
@@ -428,4 +434,59 @@ func cmpFloat(a, b float64) int {
 		return 1
 	}
 	return 0
+}
+
+// The trace backend's credentials go to it and nowhere else: an httptest server stands for a
+// backend that refuses them, so the answer is a fault the plugin must report without echoing
+// them.
+func TestTraceBackendCredentialsAreSentAndNeverEchoed(t *testing.T) {
+	const password, token = "s3cret-traces-pw", "tok-abc-123"
+	var seen atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen.Store(r.Header.Get("Authorization"))
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+	}))
+	t.Cleanup(srv.Close)
+	tp, err := datasourcetest.Manage(NewDatasource, datasourcetest.ManageOpts{Address: freeTraceAddr(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tp.Shutdown() })
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("grafana:"+password))
+	for _, c := range []struct {
+		name     string
+		jsonData map[string]any
+		secure   map[string]string
+		header   string
+	}{
+		{"basic auth", map[string]any{"tracesBasicAuthUser": "grafana"}, map[string]string{"tracesBasicAuthPassword": password}, basic},
+		{"bearer token", map[string]any{}, map[string]string{"tracesBearerToken": token}, "Bearer " + token},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.jsonData["tracesBackend"], c.jsonData["tracesUrl"] = "jaeger", srv.URL
+			raw, _ := json.Marshal(c.jsonData)
+			id := 1000 + traceDSID.Add(1)
+			pc := backend.PluginContext{OrgID: 1, PluginID: "seed-vllm-datasource", DataSourceInstanceSettings: &backend.DataSourceInstanceSettings{
+				ID: id, UID: "creds-" + strconv.FormatInt(id, 10), Type: "seed-vllm-datasource", URL: "http://127.0.0.1:9",
+				JSONData: raw, DecryptedSecureJSONData: c.secure, Updated: time.Now()}}
+			now := time.Now()
+			res, err := tp.Client.QueryData(context.Background(), &backend.QueryDataRequest{PluginContext: pc,
+				Queries: []backend.DataQuery{rangeQuery("R", now.Add(-time.Hour), now, map[string]any{"queryType": "requests"})}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := res.Responses["R"]
+			if got, _ := seen.Load().(string); got != c.header {
+				t.Fatalf("the backend got Authorization %q, want %q", got, c.header)
+			}
+			if r.Error == nil || r.ErrorSource != backend.ErrorSourceDownstream || !strings.Contains(r.Error.Error(), "credentials") {
+				t.Fatalf("error %v (source %q), want a downstream error about the credentials", r.Error, r.ErrorSource)
+			}
+			for _, secret := range []string{password, token, basic} {
+				if strings.Contains(r.Error.Error(), secret) {
+					t.Fatalf("error %q echoes a secret", r.Error)
+				}
+			}
+		})
+	}
 }
