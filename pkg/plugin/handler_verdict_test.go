@@ -12,6 +12,7 @@ import (
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/experimental/datasourcetest"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/seed/vllm-datasource/pkg/sim"
 	"github.com/seed/vllm-datasource/pkg/testbed"
@@ -155,13 +156,24 @@ func newVerdictEnv(t *testing.T) *verdictEnv {
 			fleet{generation: vllm.GenerationV1, end: e.current.To, span: verdictWarmUp + verdictSpan, instances: []server{c.after}}.write(t))
 	}
 	e.prom = testbed.Prometheus(t, files...)
+	e.client = servePlugin(t)
+	return e
+}
+
+// servePlugin serves the plugin over gRPC until the test ends. The SDK registers its request
+// metrics in Prometheus's default registry, which refuses a second registration in one
+// process; a registry of its own lets these tests start a server beside the package's others.
+func servePlugin(t *testing.T) *datasourcetest.TestPluginClient {
+	t.Helper()
+	defaultRegisterer := prometheus.DefaultRegisterer
+	prometheus.DefaultRegisterer = prometheus.NewRegistry()
 	tp, err := datasourcetest.Manage(NewDatasource, datasourcetest.ManageOpts{Address: freeAddr(t)})
+	prometheus.DefaultRegisterer = defaultRegisterer
 	if err != nil {
 		t.Fatalf("serving the plugin over gRPC: %v", err)
 	}
 	t.Cleanup(func() { _ = tp.Shutdown() })
-	e.client = tp.Client
-	return e
+	return tp.Client
 }
 
 func writeRun(t *testing.T, name string, sc sim.Scenario, start time.Time, span time.Duration) string {
@@ -316,11 +328,7 @@ func TestBaselineWindowReadsAbsoluteAndRelativeTimes(t *testing.T) {
 }
 
 func TestVerdictBadInputIsAPluginErrorPerQuery(t *testing.T) {
-	tp, err := datasourcetest.Manage(NewDatasource, datasourcetest.ManageOpts{Address: freeAddr(t)})
-	if err != nil {
-		t.Fatalf("serving the plugin over gRPC: %v", err)
-	}
-	t.Cleanup(func() { _ = tp.Shutdown() })
+	client := servePlugin(t)
 	now := time.Now()
 	query := func(refID string, model map[string]any) backend.DataQuery {
 		model["queryType"] = QueryTypeVerdict
@@ -349,7 +357,7 @@ func TestVerdictBadInputIsAPluginErrorPerQuery(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// Nothing listens at this URL: every case must fail before any Prometheus request.
-	res, err := tp.Client.QueryData(ctx, &backend.QueryDataRequest{PluginContext: pluginContext("http://127.0.0.1:1", nil), Queries: queries})
+	res, err := client.QueryData(ctx, &backend.QueryDataRequest{PluginContext: pluginContext("http://127.0.0.1:1", nil), Queries: queries})
 	if err != nil {
 		t.Fatalf("QueryData over gRPC: %v", err)
 	}
