@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -56,13 +58,36 @@ func newEnv(t *testing.T) *env {
 	e.none = testbed.Prometheus(t, writeNonVLLM(t, end))
 	e.v1API = promAPI(t, e.v1.URL)
 
-	tp, err := datasourcetest.Manage(NewDatasource, datasourcetest.ManageOpts{Address: freeAddr(t)})
-	if err != nil {
-		t.Fatalf("serving the plugin over gRPC: %v", err)
-	}
-	t.Cleanup(func() { _ = tp.Shutdown() })
-	e.client = tp.Client
+	e.client = grpcPlugin(t)
 	return e
+}
+
+// The SDK's middleware registers its metrics in the default registry, so a second
+// datasourcetest.Manage in one process panics: every test of the package shares one plugin
+// server, shut down by TestMain.
+var (
+	pluginOnce   sync.Once
+	pluginServer datasourcetest.TestPlugin
+	pluginErr    error
+)
+
+// grpcPlugin returns a gRPC client of the package's plugin server, which serves NewDatasource
+// as Grafana's plugin host would.
+func grpcPlugin(t testing.TB) *datasourcetest.TestPluginClient {
+	t.Helper()
+	pluginOnce.Do(func() {
+		pluginServer, pluginErr = datasourcetest.Manage(NewDatasource, datasourcetest.ManageOpts{Address: freeAddr(t)})
+	})
+	if pluginErr != nil {
+		t.Fatalf("serving the plugin over gRPC: %v", pluginErr)
+	}
+	return pluginServer.Client
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	_ = pluginServer.Shutdown()
+	os.Exit(code)
 }
 
 func freeAddr(t testing.TB) string {
