@@ -55,9 +55,9 @@ func verdictLoad() sim.Load {
 
 // change is one server's configuration before and after.
 type change struct {
-	address             string
-	before, after       sim.EngineConfig
-	loadBefore, loadAft sim.Load
+	address               string
+	before, after         sim.EngineConfig
+	loadBefore, loadAfter sim.Load
 }
 
 // Each change and its reverse run on their own instance. Chunked prefill is not among them:
@@ -66,13 +66,13 @@ type change struct {
 // its changes are generated directly as TTFT histograms (chunkedPrefillChanges).
 var verdictChanges = func() map[string]change {
 	plain := func(addr string, e func(*sim.EngineConfig), before, after func(*sim.EngineConfig, *sim.Load)) change {
-		c := change{address: addr, before: verdictEngine(), after: verdictEngine(), loadBefore: verdictLoad(), loadAft: verdictLoad()}
+		c := change{address: addr, before: verdictEngine(), after: verdictEngine(), loadBefore: verdictLoad(), loadAfter: verdictLoad()}
 		if e != nil {
 			e(&c.before)
 			e(&c.after)
 		}
 		before(&c.before, &c.loadBefore)
-		after(&c.after, &c.loadAft)
+		after(&c.after, &c.loadAfter)
 		return c
 	}
 	// A 7000-token shared system prompt, with or without a per-request timestamp in it.
@@ -145,7 +145,7 @@ func newVerdictEnv(t *testing.T) *verdictEnv {
 	for _, n := range names {
 		c := verdictChanges[n]
 		before = append(before, sim.Instance{Address: c.address, Model: sim.ModelLlama, Engine: c.before, Load: c.loadBefore})
-		after = append(after, sim.Instance{Address: c.address, Model: sim.ModelLlama, Engine: c.after, Load: c.loadAft})
+		after = append(after, sim.Instance{Address: c.address, Model: sim.ModelLlama, Engine: c.after, Load: c.loadAfter})
 	}
 	files := []string{
 		writeRun(t, "before", sim.Scenario{Name: "before", Seed: 7, Instances: before}, t0, verdictSpan),
