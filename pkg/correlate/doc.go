@@ -52,6 +52,8 @@
 //
 // Explain attributes a request's end-to-end time to queue, prefill, decode and other (e2e minus
 // the three; the engine stages run on another clock than e2e, so a negative remainder is set to
-// 0, noted, and the shares are then of the stages' sum), names the dominant stage, picks the
-// active finding that best explains that stage, and writes one sentence a user can act on.
+// 0, noted, and the shares are then of the stages' sum), names the dominant stage and the
+// stage its first anomaly points at (queue or prefill, the larger, for a slow first token;
+// queue; decode), picks the active finding whose mechanism lengthens that stage (else the
+// instance's headline finding), and writes one sentence a user can act on.
 package correlate

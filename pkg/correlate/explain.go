@@ -37,13 +37,16 @@ type Explanation struct {
 	Stages []StageTime
 	// Dominant is the stage with the most time; empty when no stage is known.
 	Dominant Stage
+	// Focus is the stage the request's first anomaly points at (queue or prefill for a slow
+	// first token, decode for slow decoding), else the dominant stage: the one to explain.
+	Focus Stage
 	// OtherClamped: the engine stages added up to more than e2e (they run on another clock),
 	// so other is 0 and the shares are of their sum.
 	OtherClamped bool
-	// Finding is the active finding that best explains the dominant stage, else the instance's
+	// Finding is the active finding that best explains the focus stage, else the instance's
 	// headline among the active ones; nil when none was active.
 	Finding *diagnosis.Finding
-	// Explains: Finding is one of the causes of the dominant stage.
+	// Explains: Finding is one of the causes of the focus stage.
 	Explains bool
 	// Notes say what the explanation could not use.
 	Notes []string
@@ -53,8 +56,9 @@ type Explanation struct {
 
 // stageCauses lists, for each stage, the rules whose mechanism lengthens it, most specific first.
 var stageCauses = map[Stage][]string{
+	// Uncached or blocking prefills hold the engine, so requests behind them queue.
 	StageQueue: {diagnosis.KVCacheSaturated, diagnosis.PastTheKnee, diagnosis.QueueWithFreeCache,
-		diagnosis.PreemptionsFreeCache, diagnosis.TokenBudgetStarved, diagnosis.PrefillBlocking},
+		diagnosis.PreemptionsFreeCache, diagnosis.TokenBudgetStarved, diagnosis.PrefillBlocking, diagnosis.PrefixCacheMiss},
 	StagePrefill: {diagnosis.PrefixCacheMiss, diagnosis.PrefillBlocking, diagnosis.TokenBudgetStarved,
 		diagnosis.KVCacheSaturated, diagnosis.PreemptionsFreeCache, diagnosis.PrefillBound},
 	StageDecode: {diagnosis.SpecDecodeInefficient, diagnosis.KVCacheSaturated, diagnosis.PreemptionsFreeCache,
@@ -65,7 +69,13 @@ var stageCauses = map[Stage][]string{
 func Explain(r Row) Explanation {
 	e := Explanation{Row: r}
 	e.stages()
-	e.Finding, e.Explains = pickFinding(r.Findings, e.Dominant)
+	e.Focus = e.Dominant
+	if len(r.Reasons) > 0 {
+		if st := e.reasonStage(r.Reasons[0]); st != "" {
+			e.Focus = st
+		}
+	}
+	e.Finding, e.Explains = pickFinding(r.Findings, e.Focus)
 	if miss := r.Missing(); len(miss) > 0 {
 		e.Notes = append(e.Notes, "the span lacks "+strings.Join(miss, ", ")+": those stages are not attributed")
 	}
@@ -172,16 +182,18 @@ func pickFinding(fs []*diagnosis.Finding, dominant Stage) (*diagnosis.Finding, b
 func (e *Explanation) sentence() string {
 	r := e.Row
 	var b strings.Builder
-	if e.Dominant == "" {
+	switch {
+	case e.Dominant == "":
 		b.WriteString("The span carries no stage latencies, so its time cannot be attributed")
-	} else {
-		st := e.Stage(e.Dominant)
-		if len(r.Reasons) > 0 {
-			b.WriteString("Slow because it ")
-		} else {
-			fmt.Fprintf(&b, "Took %s, mostly %s: it ", secs(nanOr(r.E2E, nanSum(r.Queue, r.Prefill, r.Decode))), stageWhere[e.Dominant])
+	case len(r.Reasons) > 0:
+		b.WriteString("Slow because it " + e.stagePhrase(e.Stage(e.Focus)))
+		if e.Focus != e.Dominant {
+			dom := e.Stage(e.Dominant)
+			fmt.Fprintf(&b, " (most of its time went %s: %s, %s)", stageWhere[e.Dominant], secs(dom.Seconds), pct(dom.Share))
 		}
-		b.WriteString(e.stagePhrase(st))
+	default:
+		fmt.Fprintf(&b, "Took %s, mostly %s: it %s", secs(nanOr(r.E2E, nanSum(r.Queue, r.Prefill, r.Decode))),
+			stageWhere[e.Dominant], e.stagePhrase(e.Stage(e.Dominant)))
 	}
 	inst := instanceName(r.Instance)
 	switch f := e.Finding; {
@@ -194,21 +206,46 @@ func (e *Explanation) sentence() string {
 	case e.Explains:
 		fmt.Fprintf(&b, " while %s: finding %s on %s. Action: %s.", context(f, r), f.Rule, f.Key.Instance, strings.TrimSuffix(f.Action, "."))
 	default:
-		fmt.Fprintf(&b, ". Finding %s was active on %s (%s). Action: %s.", f.Rule, f.Key.Instance, context(f, r), strings.TrimSuffix(f.Action, "."))
+		fmt.Fprintf(&b, ". Finding %s was active on %s: %s. Action: %s.", f.Rule, f.Key.Instance, context(f, r), strings.TrimSuffix(f.Action, "."))
 	}
 	return b.String()
+}
+
+// reasonStage is the stage an anomaly points at: a slow first token is the larger of queue and
+// prefill; empty when the span lacks what it takes.
+func (e *Explanation) reasonStage(r Reason) Stage {
+	switch r.Code {
+	case QueueOverHalf:
+		return StageQueue
+	case SlowDecode:
+		return StageDecode
+	}
+	q, p := e.Stage(StageQueue).Seconds, e.Stage(StagePrefill).Seconds
+	switch {
+	case math.IsNaN(q) || math.IsNaN(p):
+		return ""
+	case q > p:
+		return StageQueue
+	}
+	return StagePrefill
 }
 
 var stageWhere = map[Stage]string{
 	StageQueue: "in the queue", StagePrefill: "in prefill", StageDecode: "decoding", StageOther: "outside the engine's stages",
 }
 
+// amount is a stage's seconds and share, such as "3.1 s (62%)".
+func (e *Explanation) amount(st StageTime) string {
+	a := secs(st.Seconds)
+	if !math.IsNaN(st.Share) {
+		a += " (" + pct(st.Share) + ")"
+	}
+	return a
+}
+
 func (e *Explanation) stagePhrase(st StageTime) string {
 	r := e.Row
-	amount := secs(st.Seconds)
-	if !math.IsNaN(st.Share) {
-		amount += " (" + pct(st.Share) + ")"
-	}
+	amount := e.amount(st)
 	switch st.Stage {
 	case StageQueue:
 		return "waited " + amount + " in the queue"

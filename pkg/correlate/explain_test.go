@@ -54,7 +54,7 @@ func TestExplainAttributesStages(t *testing.T) {
 	}
 }
 
-func TestExplainNamesTheFindingBehindTheDominantStage(t *testing.T) {
+func TestExplainNamesTheFindingBehindTheStageThatMadeItSlow(t *testing.T) {
 	sat := &diagnosis.Finding{Rule: diagnosis.KVCacheSaturated, Key: keyA, Action: "lower --max-num-seqs or --max-model-len", Headline: true}
 	spec := &diagnosis.Finding{Rule: diagnosis.SpecDecodeInefficient, Key: keyA, Action: "change the drafter"}
 	miss := &diagnosis.Finding{Rule: diagnosis.PrefixCacheMiss, Key: keyA, Title: "Prefix cache misses on instance " + keyA.Instance, Action: "make the shared prefix identical"}
@@ -62,13 +62,16 @@ func TestExplainNamesTheFindingBehindTheDominantStage(t *testing.T) {
 		name     string
 		stages   [4]float64 // queue, prefill, decode, e2e
 		findings []*diagnosis.Finding
+		reason   ReasonCode
 		want     *diagnosis.Finding
 		explains bool
+		focus    Stage
 	}{
-		{"queue: KV saturation", [4]float64{3.1, 1, 0.8, 5}, []*diagnosis.Finding{spec, sat}, sat, true},
-		{"decode: the drafter before KV saturation", [4]float64{0.1, 0.3, 4, 4.5}, []*diagnosis.Finding{sat, spec}, spec, true},
-		{"queue: an unrelated finding is still named", [4]float64{3.1, 1, 0.8, 5}, []*diagnosis.Finding{miss}, miss, false},
-		{"no finding", [4]float64{3.1, 1, 0.8, 5}, nil, nil, false},
+		{"queue: KV saturation", [4]float64{3.1, 1, 0.8, 5}, []*diagnosis.Finding{spec, sat}, QueueOverHalf, sat, true, StageQueue},
+		{"decode: the drafter before KV saturation", [4]float64{0.1, 0.3, 4, 4.5}, []*diagnosis.Finding{sat, spec}, SlowDecode, spec, true, StageDecode},
+		{"slow first token while decode dominates: the prefill's cause", [4]float64{0.1, 2, 6, 8.2}, []*diagnosis.Finding{spec, miss}, TTFTVsPrompt, miss, true, StagePrefill},
+		{"decode: an unrelated finding is still named", [4]float64{0.1, 0.3, 4, 4.5}, []*diagnosis.Finding{miss}, SlowDecode, miss, false, StageDecode},
+		{"no finding", [4]float64{3.1, 1, 0.8, 5}, nil, QueueOverHalf, nil, false, StageQueue},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -76,13 +79,13 @@ func TestExplainNamesTheFindingBehindTheDominantStage(t *testing.T) {
 			r.Queue, r.Prefill, r.Decode, r.E2E = c.stages[0], c.stages[1], c.stages[2], c.stages[3]
 			states := []State{{0.9, 0.97}, {40, 60}, {10, 25}, {0.2, 0.3}, {1.5, 2.3}, {0.6, 0.4}, {0.7, 0.6}}
 			row := Row{Request: r, States: states, Findings: c.findings, DecodePerToken: math.NaN(),
-				Reasons: []Reason{{Code: QueueOverHalf}}}
+				Reasons: []Reason{{Code: c.reason}}}
 			e := Explain(row)
-			if e.Finding != c.want || e.Explains != c.explains {
-				t.Fatalf("finding %v (explains %v), want %v (%v)", e.Finding, e.Explains, c.want, c.explains)
+			if e.Focus != c.focus || e.Finding != c.want || e.Explains != c.explains {
+				t.Fatalf("focus %s, finding %v (explains %v); want %s, %v (%v)", e.Focus, e.Finding, e.Explains, c.focus, c.want, c.explains)
 			}
-			st := e.Stage(e.Dominant)
-			wantParts := []string{"Slow because it", secs(st.Seconds) + " (" + pct(st.Share) + ")", keyA.Instance}
+			st, dom := e.Stage(e.Focus), e.Stage(e.Dominant)
+			wantParts := []string{"Slow because it", e.amount(st), secs(dom.Seconds), stageWhere[e.Dominant], keyA.Instance}
 			if c.want != nil {
 				wantParts = append(wantParts, "finding "+c.want.Rule, "Action: "+c.want.Action)
 			} else {

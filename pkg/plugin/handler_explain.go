@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,7 +50,7 @@ func handleExplain(ctx context.Context, d *Datasource, q backend.DataQuery, quer
 	if req.Model != "" {
 		scope.Model = regexp.QuoteMeta(req.Model)
 	}
-	in := correlate.Input{Requests: []traces.Request{req}, From: req.Start, To: req.End}
+	in := correlate.Input{Requests: peers(ctx, d, req), From: req.Start, To: req.End}
 	var notices []string
 	diag, err := d.diagnose(ctx, mq, scope, nil, correlate.Signals())
 	if err != nil {
@@ -58,14 +59,9 @@ func handleExplain(ctx context.Context, d *Datasource, q backend.DataQuery, quer
 		in.Set, in.Findings = diag.Set, diag.Result.Findings
 	}
 	res := correlate.Join(in, correlate.Options{})
-	for _, n := range res.Notices {
-		// A window of one request has no statistics to compare it with; only the model notices
-		// concern it.
-		if strings.Contains(n, "model") || strings.Contains(n, "metrics") {
-			notices = append(notices, n)
-		}
-	}
-	e := correlate.Explain(res.Rows[0])
+	notices = append(notices, res.Notices...)
+	row := slices.IndexFunc(res.Rows, func(r correlate.Row) bool { return r.TraceID == req.TraceID })
+	e := correlate.Explain(res.Rows[row])
 	out := frames.Explanation(e, signalInfo, notices)
 	if diag != nil {
 		shown := []series.Signal{series.TTFTP99}
@@ -75,6 +71,19 @@ func handleExplain(ctx context.Context, d *Datasource, q backend.DataQuery, quer
 		out = append(out, frames.Signals(diag.Set, shown, signalInfo, strings.Join(diag.Fetch.Queries, "\n"), nil)...)
 	}
 	return backend.DataResponse{Frames: out}
+}
+
+// peers returns the request with the others of its instance around it, so that it is
+// compared with its window as the requests query compares it. When they cannot be had, the
+// request is explained alone, without anomaly reasons.
+func peers(ctx context.Context, d *Datasource, req traces.Request) []traces.Request {
+	around, _, err := d.traces.Search(ctx, traces.Query{From: req.Start.Add(-explainPad), To: req.Start.Add(explainPad),
+		Instances: []string{req.Instance}, Limit: traces.DefaultMaxLimit})
+	if err != nil {
+		return []traces.Request{req}
+	}
+	out := slices.DeleteFunc(around, func(r traces.Request) bool { return r.TraceID == req.TraceID })
+	return append(out, req)
 }
 
 func backendName(b string) string {
