@@ -12,7 +12,6 @@ import (
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/experimental/datasourcetest"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/seed/vllm-datasource/pkg/signals"
 	"github.com/seed/vllm-datasource/pkg/sim"
@@ -157,24 +156,8 @@ func newVerdictEnv(t *testing.T) *verdictEnv {
 			fleet{generation: vllm.GenerationV1, end: e.current.To, span: verdictWarmUp + verdictSpan, instances: []server{c.after}}.write(t))
 	}
 	e.prom = testbed.Prometheus(t, files...)
-	e.client = servePlugin(t)
+	e.client = grpcPlugin(t)
 	return e
-}
-
-// servePlugin serves the plugin over gRPC until the test ends. The SDK registers its request
-// metrics in Prometheus's default registry, which refuses a second registration in one
-// process; a registry of its own lets these tests start a server beside the package's others.
-func servePlugin(t *testing.T) *datasourcetest.TestPluginClient {
-	t.Helper()
-	defaultRegisterer := prometheus.DefaultRegisterer
-	prometheus.DefaultRegisterer = prometheus.NewRegistry()
-	tp, err := datasourcetest.Manage(NewDatasource, datasourcetest.ManageOpts{Address: freeAddr(t)})
-	prometheus.DefaultRegisterer = defaultRegisterer
-	if err != nil {
-		t.Fatalf("serving the plugin over gRPC: %v", err)
-	}
-	t.Cleanup(func() { _ = tp.Shutdown() })
-	return tp.Client
 }
 
 func writeRun(t *testing.T, name string, sc sim.Scenario, start time.Time, span time.Duration) string {
@@ -329,7 +312,7 @@ func TestBaselineWindowReadsAbsoluteAndRelativeTimes(t *testing.T) {
 }
 
 func TestVerdictBadInputIsAPluginErrorPerQuery(t *testing.T) {
-	client := servePlugin(t)
+	client := grpcPlugin(t)
 	now := time.Now()
 	query := func(refID string, model map[string]any) backend.DataQuery {
 		model["queryType"] = QueryTypeVerdict
