@@ -307,6 +307,23 @@ func TestRequestsAndExplain(t *testing.T) {
 		}
 	})
 
+	t.Run("with Prometheus down requests come without their metric state, and say why", func(t *testing.T) {
+		pc := b.jaegerDS()
+		pc.DataSourceInstanceSettings.URL = "http://" + freeTraceAddr(t)
+		res := b.runs[sim.RuleKVCacheSaturated]
+		from, to := faultWindow(res)
+		f := b.requests(t, pc, from, to, map[string]any{"limit": 10})
+		if f.Rows() != 10 {
+			t.Fatalf("%d rows, want the 10 asked for", f.Rows())
+		}
+		if v, ok := f.ConcreteAt(fieldIndex(t, f, "kv_usage"), 0); ok {
+			t.Fatalf("kv_usage %v without Prometheus", v)
+		}
+		if n := noticeText(f); !strings.Contains(n, "metrics could not be read") {
+			t.Fatalf("notices %q should say the metrics could not be read", n)
+		}
+	})
+
 	t.Run("health says the trace backend holds vLLM spans", func(t *testing.T) {
 		h, err := b.client.CheckHealth(context.Background(), &backend.CheckHealthRequest{PluginContext: ds})
 		if err != nil {
