@@ -36,14 +36,26 @@ describe('regexFormatter', () => {
 
 describe('applyTemplateVariables', () => {
   it.each<[string, Partial<VllmQuery>, Partial<VllmQuery>]>([
-    ['a multi-value instance as a regex alternation', { instance: '$instance' }, { instance: '(10\\.0\\.0\\.1:8000|10\\.0\\.0\\.2:8000)' }],
+    [
+      'a multi-value instance as a regex alternation',
+      { instance: '$instance' },
+      { instance: '(10\\.0\\.0\\.1:8000|10\\.0\\.0\\.2:8000)' },
+    ],
     ['a single-value instance as an escaped literal', { instance: '${one}' }, { instance: 'gpu-1:8000' }],
     ['a model variable as an escaped literal', { model: '$model' }, { model: 'qwen-0\\.5b' }],
     ['a typed regular expression untouched', { instance: 'gpu-.*' }, { instance: 'gpu-.*' }],
     ['the trace id', { traceId: '${traceId}' }, { traceId: vars.traceId }],
-    ['a multi-value signal variable into several signals', { signals: ['ttft_p50', '$sigs'] }, { signals: ['ttft_p50', 'ttft_p99', 'kv_usage'] }],
+    [
+      'a multi-value signal variable into several signals',
+      { signals: ['ttft_p50', '$sigs'] },
+      { signals: ['ttft_p50', 'ttft_p99', 'kv_usage'] },
+    ],
     ['rules', { rules: ['$rule'] }, { rules: ['kv_cache_saturated'] }],
-    ['the baseline window', { baselineFrom: '$from', baselineTo: 'now-6d' }, { baselineFrom: 'now-7d', baselineTo: 'now-6d' }],
+    [
+      'the baseline window',
+      { baselineFrom: '$from', baselineTo: 'now-6d' },
+      { baselineFrom: 'now-7d', baselineTo: 'now-6d' },
+    ],
     ['the text form', { expr: 'explain ${traceId}' }, { expr: `explain ${vars.traceId}` }],
   ])('interpolates %s', (_name, fields, want) => {
     const got = dataSource().applyTemplateVariables({ refId: 'A', ...fields }, {});
@@ -51,7 +63,14 @@ describe('applyTemplateVariables', () => {
   });
 
   it('keeps the fields that take no variables', () => {
-    const q: VllmQuery = { refId: 'A', queryType: 'requests', anomalousOnly: true, minTtft: 2, limit: 50, optimisations: ['spec_decode'] };
+    const q: VllmQuery = {
+      refId: 'A',
+      queryType: 'requests',
+      anomalousOnly: true,
+      minTtft: 2,
+      limit: 50,
+      optimisations: ['spec_decode'],
+    };
     expect(dataSource().applyTemplateVariables(q, {})).toMatchObject(q);
   });
 
@@ -76,7 +95,10 @@ describe('filterQuery', () => {
 
 describe('defaults', () => {
   it('offers a signals query that shows something with no input', () => {
-    expect(dataSource().getDefaultQuery(CoreApp.PanelEditor)).toEqual({ queryType: 'signals', signals: DEFAULT_SIGNALS });
+    expect(dataSource().getDefaultQuery(CoreApp.PanelEditor)).toEqual({
+      queryType: 'signals',
+      signals: DEFAULT_SIGNALS,
+    });
     expect(DEFAULT_SIGNALS).toEqual(['ttft_p50', 'ttft_p99', 'kv_usage']);
   });
 
@@ -86,13 +108,22 @@ describe('defaults', () => {
 });
 
 describe('metricFindQuery', () => {
-  const range = { from: dateTime(1_700_000_000_000), to: dateTime(1_700_003_600_000), raw: { from: 'now-1h', to: 'now' } };
+  const range = {
+    from: dateTime(1_700_000_000_000),
+    to: dateTime(1_700_003_600_000),
+    raw: { from: 'now-1h', to: 'now' },
+  };
 
   it.each<[string, Omit<VllmVariableQuery, 'refId'> | string, string, Record<string, string>]>([
     ['instances', { kind: 'instances' }, 'instances', {}],
     ['models', { kind: 'models' }, 'models', {}],
     ['instances of a model variable', { kind: 'instances', model: '$model' }, 'instances', { model: 'qwen-0\\.5b' }],
-    ['models on a multi-value instance variable', { kind: 'models', instance: '$instance' }, 'models', { instance: '(10\\.0\\.0\\.1:8000|10\\.0\\.0\\.2:8000)' }],
+    [
+      'models on a multi-value instance variable',
+      { kind: 'models', instance: '$instance' },
+      'models',
+      { instance: '(10\\.0\\.0\\.1:8000|10\\.0\\.0\\.2:8000)' },
+    ],
     ['the plain string form of older dashboards', 'models', 'models', {}],
   ])('asks the backend for %s', async (_name, query, path, params) => {
     const { ds, getResource } = dataSourceWith({ instances: ['a:8000'], models: ['m'] }, vars);
@@ -116,7 +147,11 @@ describe('metricFindQuery', () => {
 
   it('serves the custom variable support with the same values', async () => {
     const { ds } = dataSourceWith({ models: ['m1', 'm2'] });
-    const request = { targets: [{ refId: 'V', kind: 'models' }], range, scopedVars: {} } as unknown as DataQueryRequest<VllmVariableQuery>;
+    const request = {
+      targets: [{ refId: 'V', kind: 'models' }],
+      range,
+      scopedVars: {},
+    } as unknown as DataQueryRequest<VllmVariableQuery>;
     const support = ds.variables as unknown as { query: (r: typeof request) => Observable<DataQueryResponse> };
     const response = await firstValueFrom(support.query(request));
     expect(response.data).toEqual([
@@ -127,6 +162,8 @@ describe('metricFindQuery', () => {
 
   it('passes a backend failure on to Grafana, which shows it under the variable', async () => {
     const { ds } = dataSourceWith({ instances: { status: 502, data: { error: 'Prometheus unreachable' } } });
-    await expect(ds.metricFindQuery({ kind: 'instances' })).rejects.toMatchObject({ data: { error: 'Prometheus unreachable' } });
+    await expect(ds.metricFindQuery({ kind: 'instances' })).rejects.toMatchObject({
+      data: { error: 'Prometheus unreachable' },
+    });
   });
 });

@@ -41,7 +41,11 @@ export function regexFormatter(value: string | string[]): string {
   return `(${value.map(escapeRegex).join('|')})`;
 }
 
-function splitList(values: string[] | undefined, templateSrv: TemplateSrv, scopedVars: ScopedVars): string[] | undefined {
+function splitList(
+  values: string[] | undefined,
+  templateSrv: TemplateSrv,
+  scopedVars: ScopedVars
+): string[] | undefined {
   if (!values) {
     return undefined;
   }
@@ -120,12 +124,17 @@ export class DataSource extends DataSourceWithBackend<VllmQuery, VllmDataSourceO
     query: Omit<VllmVariableQuery, 'refId'> | string,
     options?: { scopedVars?: ScopedVars; range?: TimeRange }
   ): Promise<MetricFindValue[]> {
-    const q: Omit<VllmVariableQuery, 'refId'> = typeof query === 'string' ? { kind: query === 'models' ? 'models' : 'instances' } : query;
+    const q: Omit<VllmVariableQuery, 'refId'> =
+      typeof query === 'string' ? { kind: query === 'models' ? 'models' : 'instances' } : query;
     const scopedVars = options?.scopedVars ?? {};
     const params: Record<string, string> = {};
     const filter = q.kind === 'instances' ? q.model : q.instance;
     if (filter) {
-      params[q.kind === 'instances' ? 'model' : 'instance'] = this.templateSrv.replace(filter, scopedVars, regexFormatter);
+      params[q.kind === 'instances' ? 'model' : 'instance'] = this.templateSrv.replace(
+        filter,
+        scopedVars,
+        regexFormatter
+      );
     }
     if (options?.range) {
       // The backend searches label values in this window (unix milliseconds), else the last day.

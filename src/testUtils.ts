@@ -42,8 +42,20 @@ export const instanceSettings = {
 
 export const SIGNALS: SignalInfo[] = [
   { name: 'ttft_p50', label: 'TTFT p50', unit: 's', group: 'Latency', description: 'median time to first token' },
-  { name: 'ttft_p99', label: 'TTFT p99', unit: 's', group: 'Latency', description: '99th percentile time to first token' },
-  { name: 'kv_usage', label: 'KV cache usage', unit: 'percentunit', group: 'Capacity', description: 'fraction of KV blocks in use' },
+  {
+    name: 'ttft_p99',
+    label: 'TTFT p99',
+    unit: 's',
+    group: 'Latency',
+    description: '99th percentile time to first token',
+  },
+  {
+    name: 'kv_usage',
+    label: 'KV cache usage',
+    unit: 'percentunit',
+    group: 'Capacity',
+    description: 'fraction of KV blocks in use',
+  },
 ];
 
 export const RULES: RuleInfo[] = [

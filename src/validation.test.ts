@@ -1,4 +1,11 @@
-import { isTemplateVariable, parseNumber, validateDuration, validateHttpUrl, validateTime, validateTraceId } from './validation';
+import {
+  isTemplateVariable,
+  parseNumber,
+  validateDuration,
+  validateHttpUrl,
+  validateTime,
+  validateTraceId,
+} from './validation';
 
 describe('validateTraceId', () => {
   it.each([

@@ -3,7 +3,14 @@ const React = require('react');
 
 function InlineSVG(props) {
   const { title, innerRef, className, width, height, style } = props;
-  const rest = { className, width, height, style, 'aria-hidden': props['aria-hidden'], 'data-testid': props['data-testid'] };
+  const rest = {
+    className,
+    width,
+    height,
+    style,
+    'aria-hidden': props['aria-hidden'],
+    'data-testid': props['data-testid'],
+  };
   return React.createElement('svg', { ...rest, ref: innerRef, 'aria-label': title });
 }
 

@@ -89,6 +89,14 @@ describe('ConfigEditor: Prometheus', () => {
     expect(screen.getByDisplayValue('http://prometheus:9090')).toBeInTheDocument();
   });
 
+  it('offers basic auth, TLS and custom headers for Prometheus', async () => {
+    await setup(settings());
+    expect(screen.getByText('Basic auth')).toBeInTheDocument();
+    expect(screen.getByText('With CA Cert')).toBeInTheDocument();
+    expect(screen.getByText('Skip TLS Verify')).toBeInTheDocument();
+    expect(screen.getByRole('button', { name: /Add header/ })).toBeInTheDocument();
+  });
+
   it.each<[string, string, string, Partial<VllmDataSourceOptions>]>([
     ['the scrape interval', ids.scrapeInterval, '1m', { scrapeInterval: '1m' }],
     ['label matchers', ids.labelMatchers, '{job="vllm"}', { labelMatchers: '{job="vllm"}' }],
@@ -156,7 +164,12 @@ describe('ConfigEditor: traces', () => {
     ['the service name', ids.serviceName, 'vllm-prod', { serviceName: 'vllm-prod' }],
     ['the span name', ids.spanName, 'llm_request', { spanName: 'llm_request' }],
     ['the span instance attribute', ids.spanInstanceAttribute, 'host.name', { spanInstanceAttribute: 'host.name' }],
-    ['the span model attribute', ids.spanModelAttribute, 'gen_ai.request.model', { spanModelAttribute: 'gen_ai.request.model' }],
+    [
+      'the span model attribute',
+      ids.spanModelAttribute,
+      'gen_ai.request.model',
+      { spanModelAttribute: 'gen_ai.request.model' },
+    ],
   ])('saves %s', async (_name, testId, text, want) => {
     const { user, last } = await setup(settings(tempo));
     await typeAndLeave(user, testId, text);

@@ -46,11 +46,15 @@ const BACKEND_OPTIONS: Array<SelectableValue<TracesBackend>> = [
 const LABEL_NAME = /^[A-Za-z_]\w*$/;
 
 function validateLabelName(v: string): string | undefined {
-  return v === '' || LABEL_NAME.test(v) ? undefined : 'A Prometheus label name: letters, digits and _, not starting with a digit';
+  return v === '' || LABEL_NAME.test(v)
+    ? undefined
+    : 'A Prometheus label name: letters, digits and _, not starting with a digit';
 }
 
 function validateMatchers(v: string): string | undefined {
-  return v === '' || /^\{[\s\S]*\}$/.test(v) ? undefined : 'Write PromQL label matchers in braces, such as {job="vllm"}';
+  return v === '' || /^\{[\s\S]*\}$/.test(v)
+    ? undefined
+    : 'Write PromQL label matchers in braces, such as {job="vllm"}';
 }
 
 function noCheck(): undefined {
@@ -65,6 +69,7 @@ function fetchRules(uid: string): Promise<RuleInfo[]> {
 }
 
 export function ConfigEditor({ options, onOptionsChange }: Props) {
+  const styles = useStyles2(getStyles);
   const jsonData = options.jsonData;
   const secureJsonFields = options.secureJsonFields ?? {};
   const secureJsonData = options.secureJsonData ?? {};
@@ -138,28 +143,60 @@ export function ConfigEditor({ options, onOptionsChange }: Props) {
         showAccessOptions={false}
       />
 
-      <Text element="h3">vLLM metrics</Text>
-      {text('scrapeInterval', 'Scrape interval', ids.scrapeInterval, validateDuration, 'The Prometheus scrape interval of the vLLM targets; windows are at least 4 times it')}
-      {text('labelMatchers', 'Label matchers', ids.labelMatchers, validateMatchers, 'Extra PromQL matchers for every vLLM series', '{job="vllm"}')}
+      <div className={styles.heading}>
+        <Text element="h3">vLLM metrics</Text>
+      </div>
+      {text(
+        'scrapeInterval',
+        'Scrape interval',
+        ids.scrapeInterval,
+        validateDuration,
+        'The Prometheus scrape interval of the vLLM targets; windows are at least 4 times it'
+      )}
+      {text(
+        'labelMatchers',
+        'Label matchers',
+        ids.labelMatchers,
+        validateMatchers,
+        'Extra PromQL matchers for every vLLM series',
+        '{job="vllm"}'
+      )}
       {text('instanceLabel', 'Instance label', ids.instanceLabel, validateLabelName)}
       {text('modelLabel', 'Model label', ids.modelLabel, validateLabelName)}
 
-      <Text element="h3">Traces</Text>
+      <div className={styles.heading}>
+        <Text element="h3">Traces</Text>
+      </div>
       <InlineFieldRow>
         <InlineField label="Trace backend" labelWidth={LABEL_WIDTH}>
           <div data-testid={ids.tracesBackend}>
-            <RadioButtonGroup options={BACKEND_OPTIONS} value={tracesBackend} onChange={(v) => setJson('tracesBackend', v)} />
+            <RadioButtonGroup
+              options={BACKEND_OPTIONS}
+              value={tracesBackend}
+              onChange={(v) => setJson('tracesBackend', v)}
+            />
           </div>
         </InlineField>
       </InlineFieldRow>
       {tracesBackend !== 'none' && (
         <>
-          {text('tracesUrl', 'Traces URL', ids.tracesUrl, validateHttpUrl, 'The query API of Tempo (port 3200) or Jaeger (port 16686)', tracesBackend === 'tempo' ? 'http://tempo:3200' : 'http://jaeger:16686')}
+          {text(
+            'tracesUrl',
+            'Traces URL',
+            ids.tracesUrl,
+            validateHttpUrl,
+            'The query API of Tempo (port 3200) or Jaeger (port 16686)',
+            tracesBackend === 'tempo' ? 'http://tempo:3200' : 'http://jaeger:16686'
+          )}
           {text('tracesBasicAuthUser', 'Basic auth user', ids.tracesBasicAuthUser)}
           {secret('tracesBasicAuthPassword', 'Basic auth password', ids.tracesBasicAuthPassword)}
           {secret('tracesBearerToken', 'Bearer token', ids.tracesBearerToken)}
           <InlineFieldRow>
-            <InlineField label="Trace data source" labelWidth={LABEL_WIDTH} tooltip="Grafana's own Tempo or Jaeger data source, for the trace links">
+            <InlineField
+              label="Trace data source"
+              labelWidth={LABEL_WIDTH}
+              tooltip="Grafana's own Tempo or Jaeger data source, for the trace links"
+            >
               <div data-testid={ids.tracesDatasource}>
                 <DataSourcePicker
                   width={40}
@@ -175,13 +212,31 @@ export function ConfigEditor({ options, onOptionsChange }: Props) {
           </InlineFieldRow>
           {text('serviceName', 'Service name', ids.serviceName, noCheck, 'The service.name of vLLM spans')}
           {text('spanName', 'Span name', ids.spanName, noCheck, 'The name of the span of one vLLM request')}
-          {text('spanInstanceAttribute', 'Span instance attribute', ids.spanInstanceAttribute, noCheck, 'The span or resource attribute whose value equals the Prometheus instance label')}
-          {text('spanModelAttribute', 'Span model attribute', ids.spanModelAttribute, noCheck, 'The span attribute that names the model')}
+          {text(
+            'spanInstanceAttribute',
+            'Span instance attribute',
+            ids.spanInstanceAttribute,
+            noCheck,
+            'The span or resource attribute whose value equals the Prometheus instance label'
+          )}
+          {text(
+            'spanModelAttribute',
+            'Span model attribute',
+            ids.spanModelAttribute,
+            noCheck,
+            'The span attribute that names the model'
+          )}
         </>
       )}
 
-      <Text element="h3">Rule thresholds</Text>
-      <ThresholdsTable uid={options.uid} thresholds={jsonData.thresholds ?? {}} onChange={(t) => setJson('thresholds', t)} />
+      <div className={styles.heading}>
+        <Text element="h3">Rule thresholds</Text>
+      </div>
+      <ThresholdsTable
+        uid={options.uid}
+        thresholds={jsonData.thresholds ?? {}}
+        onChange={(t) => setJson('thresholds', t)}
+      />
     </>
   );
 }
@@ -197,7 +252,13 @@ interface ThresholdRow {
 /** One row per rule parameter from the backend, plus any saved override the backend did not list. */
 function thresholdRows(rules: RuleInfo[], thresholds: Thresholds): ThresholdRow[] {
   const rows: ThresholdRow[] = rules.flatMap((r) =>
-    (r.thresholds ?? []).map((t) => ({ rule: r.id, name: t.name, defaultValue: t.default, unit: t.unit, description: t.description }))
+    (r.thresholds ?? []).map((t) => ({
+      rule: r.id,
+      name: t.name,
+      defaultValue: t.default,
+      unit: t.unit,
+      description: t.description,
+    }))
   );
   const listed = new Set(rows.map((r) => `${r.rule}\u0000${r.name}`));
   for (const [rule, params] of Object.entries(thresholds)) {
@@ -281,6 +342,10 @@ function ThresholdsTable({ uid, thresholds, onChange }: ThresholdsTableProps) {
 }
 
 const getStyles = (theme: GrafanaTheme2) => ({
+  heading: css({
+    marginTop: theme.spacing(3),
+    marginBottom: theme.spacing(1),
+  }),
   table: css({
     borderCollapse: 'collapse',
     marginBottom: theme.spacing(2),

@@ -63,7 +63,9 @@ describe('QueryEditor: common fields', () => {
       { queryType: 'signals' },
       { ...allRoutes, instances: { status: 502, data: { error: 'Prometheus at http://prom:9090 is unreachable' } } }
     );
-    expect(await screen.findByTestId(ids.resourceError)).toHaveTextContent('Prometheus at http://prom:9090 is unreachable');
+    expect(await screen.findByTestId(ids.resourceError)).toHaveTextContent(
+      'Prometheus at http://prom:9090 is unreachable'
+    );
     await typeCustomValue(user, ids.instance, 'gpu-1:8000');
     expect(lastQuery()).toMatchObject({ instance: 'gpu-1:8000' });
   });
@@ -94,7 +96,10 @@ describe('QueryEditor: signals', () => {
   });
 
   it('accepts a signal name typed by hand when the catalog cannot load', async () => {
-    const { user, lastQuery } = setup({ queryType: 'signals', signals: [] }, { ...allRoutes, signals: new Error('Failed to fetch') });
+    const { user, lastQuery } = setup(
+      { queryType: 'signals', signals: [] },
+      { ...allRoutes, signals: new Error('Failed to fetch') }
+    );
     expect(await screen.findByTestId(ids.resourceError)).toHaveTextContent('Failed to fetch');
     await typeCustomValue(user, ids.signals, 'ttft_p90');
     expect(lastQuery()).toMatchObject({ signals: ['ttft_p90'] });
@@ -191,7 +196,14 @@ describe('QueryEditor: verdict', () => {
 
 it('loads each catalog once per editor', async () => {
   const { ds, getResource } = dataSourceWith(allRoutes);
-  render(<QueryEditor datasource={ds} query={{ refId: 'A', queryType: 'signals' }} onChange={jest.fn()} onRunQuery={jest.fn()} />);
+  render(
+    <QueryEditor
+      datasource={ds}
+      query={{ refId: 'A', queryType: 'signals' }}
+      onChange={jest.fn()}
+      onRunQuery={jest.fn()}
+    />
+  );
   await waitFor(() => expect(getResource).toHaveBeenCalledTimes(3));
   expect(getResource.mock.calls.map((c) => c[0]).sort()).toEqual(['instances', 'models', 'signals']);
 });

@@ -18,7 +18,7 @@ import {
 } from '../types';
 import { parseNumber, validateTime, validateTraceId } from '../validation';
 import { ResourceNotice } from './ResourceNotice';
-import { useResource } from './useResource';
+import { type ResourceState, useResource } from './useResource';
 import { ValidatedInput } from './ValidatedInput';
 
 type Props = QueryEditorProps<DataSource, VllmQuery, VllmDataSourceOptions>;
@@ -92,32 +92,28 @@ interface LabelPickerProps {
   tooltip: string;
   testId: string;
   value?: string;
-  load: () => Promise<string[]>;
+  values: ResourceState<string[]>;
   variables: string[];
   onChange: (value: string) => void;
 }
 
 /** An instance or model picker: values from the backend, template variables, or free text. */
-function LabelPicker({ label, tooltip, testId, value, load, variables, onChange }: LabelPickerProps) {
-  const values = useResource(load);
+function LabelPicker({ label, tooltip, testId, value, values, variables, onChange }: LabelPickerProps) {
   const options = [...variables, ...(values.value ?? [])].map(asOption);
   return (
-    <>
-      <InlineField label={label} labelWidth={LABEL_WIDTH} tooltip={tooltip}>
-        <Select
-          data-testid={testId}
-          width={32}
-          isClearable
-          allowCustomValue
-          isLoading={values.loading}
-          placeholder="All"
-          options={options}
-          value={value ? asOption(value) : null}
-          onChange={(v: SelectableValue<string> | null) => onChange(v?.value ?? '')}
-        />
-      </InlineField>
-      <ResourceNotice what={`${label.toLowerCase()}s`} error={values.error} testId={ids.resourceError} />
-    </>
+    <InlineField label={label} labelWidth={LABEL_WIDTH} tooltip={tooltip}>
+      <Select
+        data-testid={testId}
+        width={32}
+        isClearable
+        allowCustomValue
+        isLoading={values.loading}
+        placeholder="All"
+        options={options}
+        value={value ? asOption(value) : null}
+        onChange={(v: SelectableValue<string> | null) => onChange(v?.value ?? '')}
+      />
+    </InlineField>
   );
 }
 
@@ -147,6 +143,8 @@ export function QueryEditor({ query: rawQuery, onChange, onRunQuery, datasource 
 
   const loadInstances = useCallback(() => datasource.listValues('instances'), [datasource]);
   const loadModels = useCallback(() => datasource.listValues('models'), [datasource]);
+  const instances = useResource(loadInstances);
+  const models = useResource(loadModels);
 
   return (
     <>
@@ -170,7 +168,7 @@ export function QueryEditor({ query: rawQuery, onChange, onRunQuery, datasource 
           tooltip="An instance label value, a regular expression or a template variable; empty for all"
           testId={ids.instance}
           value={query.instance}
-          load={loadInstances}
+          values={instances}
           variables={variables}
           onChange={(instance) => update({ instance })}
         />
@@ -179,12 +177,16 @@ export function QueryEditor({ query: rawQuery, onChange, onRunQuery, datasource 
           tooltip="A model name, a regular expression or a template variable; empty for all"
           testId={ids.model}
           value={query.model}
-          load={loadModels}
+          values={models}
           variables={variables}
           onChange={(model) => update({ model })}
         />
       </InlineFieldRow>
-      {queryType === 'signals' && <SignalsEditor query={query} datasource={datasource} variables={variables} update={update} />}
+      <ResourceNotice what="instances" error={instances.error} testId={ids.resourceError} />
+      <ResourceNotice what="models" error={models.error} testId={ids.resourceError} />
+      {queryType === 'signals' && (
+        <SignalsEditor query={query} datasource={datasource} variables={variables} update={update} />
+      )}
       {queryType === 'diagnosis' && (
         <DiagnosisEditor query={query} datasource={datasource} variables={variables} update={update} />
       )}
@@ -232,21 +234,25 @@ function SignalsEditor({ query, datasource, variables, update }: CatalogEditorPr
     return s ? { label: signalLabel(s), value: name } : asOption(name);
   });
   return (
-    <InlineFieldRow>
-      <InlineField label="Signals" labelWidth={LABEL_WIDTH} tooltip="Named, version-independent vLLM signals">
-        <MultiSelect
-          data-testid={ids.signals}
-          width={64}
-          allowCustomValue
-          isLoading={catalog.loading}
-          placeholder="Choose signals"
-          options={options}
-          value={value}
-          onChange={(v: Array<SelectableValue<string>>) => update({ signals: v.map((o) => o.value ?? '').filter(Boolean) })}
-        />
-      </InlineField>
+    <>
+      <InlineFieldRow>
+        <InlineField label="Signals" labelWidth={LABEL_WIDTH} tooltip="Named, version-independent vLLM signals">
+          <MultiSelect
+            data-testid={ids.signals}
+            width={64}
+            allowCustomValue
+            isLoading={catalog.loading}
+            placeholder="Choose signals"
+            options={options}
+            value={value}
+            onChange={(v: Array<SelectableValue<string>>) =>
+              update({ signals: v.map((o) => o.value ?? '').filter(Boolean) })
+            }
+          />
+        </InlineField>
+      </InlineFieldRow>
       <ResourceNotice what="the signal catalog" error={catalog.error} testId={ids.resourceError} />
-    </InlineFieldRow>
+    </>
   );
 }
 
@@ -258,30 +264,34 @@ function DiagnosisEditor({ query, datasource, variables, update }: CatalogEditor
     ...variables.map(asOption),
   ];
   return (
-    <InlineFieldRow>
-      <InlineField label="Format" labelWidth={LABEL_WIDTH}>
-        <div data-testid={ids.format}>
-          <RadioButtonGroup
-            options={FORMAT_OPTIONS}
-            value={query.format ?? 'findings'}
-            onChange={(format) => update({ format })}
+    <>
+      <InlineFieldRow>
+        <InlineField label="Format" labelWidth={LABEL_WIDTH}>
+          <div data-testid={ids.format}>
+            <RadioButtonGroup
+              options={FORMAT_OPTIONS}
+              value={query.format ?? 'findings'}
+              onChange={(format) => update({ format })}
+            />
+          </div>
+        </InlineField>
+        <InlineField label="Rules" labelWidth={LABEL_WIDTH} tooltip="Evaluate only these rules; empty for all">
+          <MultiSelect
+            data-testid={ids.rules}
+            width={48}
+            allowCustomValue
+            isLoading={rules.loading}
+            placeholder="All rules"
+            options={options}
+            value={(query.rules ?? []).map(asOption)}
+            onChange={(v: Array<SelectableValue<string>>) =>
+              update({ rules: v.map((o) => o.value ?? '').filter(Boolean) })
+            }
           />
-        </div>
-      </InlineField>
-      <InlineField label="Rules" labelWidth={LABEL_WIDTH} tooltip="Evaluate only these rules; empty for all">
-        <MultiSelect
-          data-testid={ids.rules}
-          width={48}
-          allowCustomValue
-          isLoading={rules.loading}
-          placeholder="All rules"
-          options={options}
-          value={(query.rules ?? []).map(asOption)}
-          onChange={(v: Array<SelectableValue<string>>) => update({ rules: v.map((o) => o.value ?? '').filter(Boolean) })}
-        />
-      </InlineField>
+        </InlineField>
+      </InlineFieldRow>
       <ResourceNotice what="the rules" error={rules.error} testId={ids.resourceError} />
-    </InlineFieldRow>
+    </>
   );
 }
 

@@ -18,7 +18,17 @@ interface Props {
  * A text field that shows its validation error inline while the user types and hands on only
  * valid values, so that a half-typed or wrong value never reaches the saved query or settings.
  */
-export function ValidatedInput({ label, tooltip, labelWidth, width, value, placeholder, testId, validate, onCommit }: Props) {
+export function ValidatedInput({
+  label,
+  tooltip,
+  labelWidth,
+  width,
+  value,
+  placeholder,
+  testId,
+  validate,
+  onCommit,
+}: Props) {
   const [text, setText] = useState(value ?? '');
   const [shown, setShown] = useState(value);
   if (value !== shown) {

@@ -28,7 +28,11 @@ describe('variableQuery', () => {
   it.each<[string, VllmVariableQuery | string | undefined, Omit<VllmVariableQuery, 'refId'>]>([
     ['a new variable as instances', undefined, { kind: 'instances' }],
     ['the string form of models', 'models', { kind: 'models' }],
-    ['a saved query as it is', { refId: 'V', kind: 'models', instance: '$instance' }, { kind: 'models', instance: '$instance' }],
+    [
+      'a saved query as it is',
+      { refId: 'V', kind: 'models', instance: '$instance' },
+      { kind: 'models', instance: '$instance' },
+    ],
   ])('reads %s', (_name, query, want) => {
     expect(variableQuery(query)).toMatchObject(want);
   });

@@ -13,7 +13,12 @@ export interface ResourceState<T> {
  */
 export function errorMessage(err: unknown): string {
   if (err && typeof err === 'object') {
-    const e = err as { data?: { error?: unknown; message?: unknown }; message?: unknown; statusText?: unknown; status?: unknown };
+    const e = err as {
+      data?: { error?: unknown; message?: unknown };
+      message?: unknown;
+      statusText?: unknown;
+      status?: unknown;
+    };
     if (typeof e.data?.error === 'string' && e.data.error !== '') {
       return e.data.error;
     }
