@@ -18,7 +18,6 @@ import (
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
-	"github.com/grafana/grafana-plugin-sdk-go/experimental/datasourcetest"
 	"github.com/prometheus/common/model"
 
 	"github.com/seed/vllm-datasource/pkg/signals"
@@ -464,11 +463,7 @@ func TestTraceBackendCredentialsAreSentAndNeverEchoed(t *testing.T) {
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 	}))
 	t.Cleanup(srv.Close)
-	tp, err := datasourcetest.Manage(NewDatasource, datasourcetest.ManageOpts{Address: freeTraceAddr(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tp.Shutdown() })
+	client := grpcPlugin(t)
 	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("grafana:"+password))
 	for _, c := range []struct {
 		name     string
@@ -487,7 +482,7 @@ func TestTraceBackendCredentialsAreSentAndNeverEchoed(t *testing.T) {
 				ID: id, UID: "creds-" + strconv.FormatInt(id, 10), Type: "seed-vllm-datasource", URL: "http://127.0.0.1:9",
 				JSONData: raw, DecryptedSecureJSONData: c.secure, Updated: time.Now()}}
 			now := time.Now()
-			res, err := tp.Client.QueryData(context.Background(), &backend.QueryDataRequest{PluginContext: pc,
+			res, err := client.QueryData(context.Background(), &backend.QueryDataRequest{PluginContext: pc,
 				Queries: []backend.DataQuery{rangeQuery("R", now.Add(-time.Hour), now, map[string]any{"queryType": "requests"})}})
 			if err != nil {
 				t.Fatal(err)

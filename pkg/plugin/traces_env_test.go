@@ -119,12 +119,7 @@ func newTraceBed(t *testing.T) *traceBed {
 		attribute.Int(vllm.AttrPromptTokens, 321), attribute.String(vllm.AttrRequestID, "cmpl-bare")})
 	b.waitForSpans(t)
 
-	tp, err := datasourcetest.Manage(NewDatasource, datasourcetest.ManageOpts{Address: freeTraceAddr(t)})
-	if err != nil {
-		t.Fatalf("serving the plugin over gRPC: %v", err)
-	}
-	t.Cleanup(func() { _ = tp.Shutdown() })
-	b.client = tp.Client
+	b.client = grpcPlugin(t)
 	return b
 }
 
