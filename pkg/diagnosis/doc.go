@@ -33,9 +33,11 @@
 // Rules of DESIGN §4, as implemented:
 //
 //   - Quantiles are intervals. Quantile series carry the histogram bucket (Lower, Upper] that
-//     holds each value, and a condition on quantiles holds only when the bounds make it certain:
-//     p99/p50 > 2 is Lower(p99)/Upper(p50) > 2; "grown 2× over the baseline" is
-//     Lower(now) ≥ 2 × Upper(baseline); "above 0.5 s" is Lower > 0.5. A condition the bounds
+//     holds each value, and a condition on quantiles holds only when the bounds make it certain.
+//     The quantile q lies in (Lower, Upper], so q > x is certain when Lower ≥ x, and q < x when
+//     Upper < x: p99/p50 > 2 is Lower(p99)/Upper(p50) ≥ 2 (p99 > Lower(p99), p50 ≤ Upper(p50));
+//     "grown 2× over the baseline" is Lower(now) ≥ 2 × Upper(baseline); "above 0.5 s" is
+//     Lower ≥ 0.5, so a p50 in vLLM's (0.5, 0.75] bucket is above 0.5 s. A condition the bounds
 //     cannot make certain does not hold (it is false, not unknown), so a healthy server whose
 //     interpolated ratio exceeds 2 inside coarse buckets stays ok. A quantile series without
 //     bounds (trace-derived) is taken as exact.
@@ -59,7 +61,21 @@
 //   - Specific causes outrank symptoms: a prefill_bound, decode_bound or token_budget_starved
 //     finding that overlaps (in time, on the same instance) a finding of a cause that produces it
 //     (see explainedBy) becomes secondary: severity info, SecondaryTo the cause's id. The
-//     alert series are not affected.
+//     alert series are not affected. Two links go beyond DESIGN §4's list, each where one
+//     mechanism produces both rows:
+//     prefill_bound is secondary to token_budget_starved (the budget is the specific cause of the
+//     slower prefills, with a flag to change; seed 000's "p50 and p99 both rise" row), and
+//     past_the_knee is secondary to kv_cache_saturated. vLLM preempts by recompute: a preempted
+//     request goes back to the waiting queue, so while the cache is saturated the queue is made
+//     of its own victims and the cache is full by definition, which is past_the_knee's
+//     condition. Seed 000 gives "cache full + preemptions" the KV remedy (lower --max-num-seqs,
+//     fp8) and seed 004 reads a deep queue alone as "past the knee" (add capacity); with
+//     preemptions the KV remedy comes first, so the knee is reported as its consequence. A queue
+//     with a full cache and no preemptions stays past_the_knee of its own.
+//   - token_budget_starved does not hold while prompts are 1.5× (its baseline_factor) longer
+//     than over the baseline: prompts that grew explain a slower prefill under any budget, and
+//     that is prefill_bound's "longer prompts" (seed 000: long prompts should have a
+//     proportional TTFT, a starved budget slows prefills of the same prompts).
 //   - One headline per instance, its likely bottleneck: primary before secondary findings, then
 //     this rule order: kv_cache_saturated, preemptions_free_cache, past_the_knee,
 //     queue_with_free_cache, prefix_cache_miss, spec_decode_inefficient, prefill_blocking,

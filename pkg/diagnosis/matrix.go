@@ -35,9 +35,13 @@ const (
 // one of them fires on the same instance, the symptom is reported as secondary to it (DESIGN §4,
 // "specific causes outrank symptoms").
 var explainedBy = map[string][]string{
-	PrefillBound:       {KVCacheSaturated, PreemptionsFreeCache, PastTheKnee, QueueWithFreeCache, PrefixCacheMiss, PrefillBlocking},
+	PrefillBound:       {KVCacheSaturated, PreemptionsFreeCache, PastTheKnee, QueueWithFreeCache, PrefixCacheMiss, PrefillBlocking, TokenBudgetStarved},
 	DecodeBound:        {KVCacheSaturated, PreemptionsFreeCache, PastTheKnee, SpecDecodeInefficient},
 	TokenBudgetStarved: {PrefixCacheMiss, QueueWithFreeCache, PrefillBlocking, KVCacheSaturated, PreemptionsFreeCache},
+	// Preemption by recompute puts the preempted requests back in the waiting queue, so a
+	// saturated KV cache queues requests with the cache full by its own mechanism: that queue is
+	// the saturation's, and its remedy (fewer or shorter sequences, fp8) comes first.
+	PastTheKnee: {KVCacheSaturated},
 }
 
 // headlineOrder ranks rules for an instance's headline, its likely bottleneck: running out of KV
@@ -79,7 +83,8 @@ var matrix = []Rule{
 			j := newJudge()
 			lo99, _ := e.bounds(&j, series.TTFTP99, i)
 			_, hi50 := e.bounds(&j, series.TTFTP50, i)
-			j.above(ratio(lo99, hi50), e.p("ttft_ratio"))
+			// p99 > lo99 and p50 ≤ hi50, so lo99/hi50 ≥ ratio makes p99/p50 > ratio certain.
+			j.atLeast(ratio(lo99, hi50), e.p("ttft_ratio"))
 			return j.outcome(Warning)
 		},
 		summary: func(e *env, i int) string {
@@ -92,7 +97,7 @@ var matrix = []Rule{
 		Symptom: "TTFT and prefill time up together while the queue is short and the KV cache has room",
 		condition: "TTFT p50 and p99 both ≥ {baseline_factor}× baseline (lower bound now over upper bound of the baseline), " +
 			"mean prefill time ≥ {baseline_factor}× baseline, mean queue time < mean prefill time, KV usage < {kv_usage}, " +
-			"preemptions ≤ {preemption_rate}/s",
+			"preemptions ≤ {preemption_rate}/s, and prompts not {baseline_factor}× longer than the baseline's (when their length is known)",
 		Severity: Warning,
 		Cause:    "--max-num-batched-tokens is so low that prefills take many engine steps",
 		Action:   "raise --max-num-batched-tokens",
@@ -104,11 +109,18 @@ var matrix = []Rule{
 			forParam(5),
 		},
 		Required:  []series.Signal{series.TTFTP50, series.TTFTP99, series.PrefillTimeMean, series.QueueTimeMean, series.KVUsage, series.PreemptionRate},
+		Optional:  []series.Signal{series.PromptLengthMean},
 		Quantile:  true,
-		Baselines: []series.Signal{series.TTFTP50, series.TTFTP99, series.PrefillTimeMean},
+		Baselines: []series.Signal{series.TTFTP50, series.TTFTP99, series.PrefillTimeMean, series.PromptLengthMean},
 		eval: func(e *env, i int) outcome {
 			j := newJudge()
 			f := e.p(baselineFactorParam)
+			// Prompts that grew by the same factor explain a slower prefill under any budget:
+			// that is prefill_bound's "longer prompts", not a starved budget (seed 000: long
+			// prompts should have a proportional TTFT).
+			if pl, base := e.optional(series.PromptLengthMean, i), e.baseline(series.PromptLengthMean, false).value[i]; !math.IsNaN(pl) && !math.IsNaN(base) {
+				j.below(pl, f*base)
+			}
 			kv := e.value(&j, series.KVUsage, i)
 			j.below(kv, e.p(kvUsageParam))
 			j.atMost(e.value(&j, series.PreemptionRate, i), e.p(preemptionRateParam))
@@ -150,8 +162,9 @@ var matrix = []Rule{
 		eval: func(e *env, i int) outcome {
 			j := newJudge()
 			j.below(e.value(&j, series.PrefixCacheHitRate, i), e.p("hit_rate"))
+			// The quantile lies in (lo50, hi50]: lo50 ≥ the threshold makes "above it" certain.
 			lo50, _ := e.bounds(&j, series.TTFTP50, i)
-			j.above(lo50, e.p("ttft_p50"))
+			j.atLeast(lo50, e.p("ttft_p50"))
 			return j.outcome(Warning)
 		},
 		applicable: prefixCachingOn,

@@ -59,11 +59,15 @@ func TestRuleThresholdEdges(t *testing.T) {
 		{"acceptance below 0.5 is critical", SpecDecodeInefficient, m{series.SpecAcceptanceRate: x(0.49)}, nil, Critical},
 
 		{"TTFT p99/p50 certainly above 2", PrefillBlocking, m{series.TTFTP99: qb(0.55, 0.502, 0.75)}, nil, Warning},
-		{"TTFT p99/p50 bounds at exactly 2", PrefillBlocking, m{series.TTFTP99: qb(0.6, 0.5, 0.75)}, nil, ""},
+		// p99 > 0.5 and p50 ≤ 0.25: the ratio is certainly above 2.
+		{"TTFT p99/p50 bounds at exactly 2", PrefillBlocking, m{series.TTFTP99: qb(0.6, 0.5, 0.75)}, nil, Warning},
 		{"TTFT p99/p50 bounds just below 2", PrefillBlocking, m{series.TTFTP99: qb(0.6, 0.498, 0.75)}, nil, ""},
 
 		{"TTFT p50 above 0.5 s and hit rate below 0.5", PrefixCacheMiss, m{series.TTFTP50: qb(0.8, 0.75, 1), series.PrefixCacheHitRate: x(0.3)}, nil, Warning},
-		{"TTFT p50 bucket starting at 0.5 s is not above it", PrefixCacheMiss, m{series.TTFTP50: qb(0.6, 0.5, 0.75), series.PrefixCacheHitRate: x(0.3)}, nil, ""},
+		// A quantile in (0.5, 0.75] is certainly above 0.5 s.
+		{"TTFT p50 bucket starting at 0.5 s is above it", PrefixCacheMiss, m{series.TTFTP50: qb(0.6, 0.5, 0.75), series.PrefixCacheHitRate: x(0.3)}, nil, Warning},
+		{"TTFT p50 interpolated above a 0.6 s threshold inside (0.5, 0.75] is uncertain", PrefixCacheMiss,
+			m{series.TTFTP50: qb(0.7, 0.5, 0.75), series.PrefixCacheHitRate: x(0.3)}, Thresholds{PrefixCacheMiss: {"ttft_p50": 0.6}}, ""},
 		{"hit rate at 0.5 is not below it", PrefixCacheMiss, m{series.TTFTP50: qb(0.8, 0.75, 1), series.PrefixCacheHitRate: x(0.5)}, nil, ""},
 		{"hit rate just below 0.5", PrefixCacheMiss, m{series.TTFTP50: qb(0.8, 0.75, 1), series.PrefixCacheHitRate: x(0.49)}, nil, Warning},
 
@@ -81,6 +85,8 @@ func TestRuleThresholdEdges(t *testing.T) {
 		{"queue time at the prefill time", TokenBudgetStarved, starved(m{series.QueueTimeMean: x(0.75)}), nil, ""},
 		{"kv usage at 0.85", TokenBudgetStarved, starved(m{series.KVUsage: x(0.85)}), nil, ""},
 		{"any preemption", TokenBudgetStarved, starved(m{series.PreemptionRate: x(0.01)}), nil, ""},
+		{"prompts 1.5× longer explain the slower prefill", TokenBudgetStarved, starved(m{series.PromptLengthMean: x(1500)}), nil, ""},
+		{"prompts just under 1.5× longer", TokenBudgetStarved, starved(m{series.PromptLengthMean: x(1499)}), nil, Warning},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
