@@ -356,7 +356,9 @@ func hasAny(set *series.Set, sig series.Signal) bool {
 	return false
 }
 
-// cacheConfig reads vllm:cache_config_info, which has no model label, per instance.
+// cacheConfig reads vllm:cache_config_info, which has no model label, per instance. A restart
+// with other flags leaves the old configuration's series in the range too, so each instance
+// keeps the series sampled last.
 func (c *Client) cacheConfig(ctx context.Context, b builder, start, end time.Time, set *series.Set) error {
 	noModel := builder{labels: b.labels, window: b.window}
 	for _, m := range b.matchers {
@@ -365,18 +367,28 @@ func (c *Client) cacheConfig(ctx context.Context, b builder, start, end time.Tim
 		}
 	}
 	rng := model.Duration(end.Sub(start) + c.scrape)
-	expr := fmt.Sprintf("last_over_time(%s[%s])", noModel.sel(vllm.CacheConfigInfo), rng)
+	expr := fmt.Sprintf("%s[%s]", noModel.sel(vllm.CacheConfigInfo), rng)
 	v, _, _, err := c.api.Query(ctx, expr, end)
 	if err != nil {
 		return downstream("reading vllm:cache_config_info", err)
 	}
-	vec, _ := v.(model.Vector)
-	for _, s := range vec {
+	m, _ := v.(model.Matrix)
+	newest := map[string]model.Time{}
+	for _, s := range m {
+		if len(s.Values) == 0 {
+			continue
+		}
+		instance := string(s.Metric[model.LabelName(b.labels.Instance)])
+		last := s.Values[len(s.Values)-1].Timestamp
+		if seen, ok := newest[instance]; ok && seen >= last {
+			continue
+		}
+		newest[instance] = last
 		labels := make(map[string]string, len(s.Metric))
 		for k, v := range s.Metric {
 			labels[string(k)] = string(v)
 		}
-		set.CacheConfig[labels[b.labels.Instance]] = vllm.ParseCacheConfig(labels)
+		set.CacheConfig[instance] = vllm.ParseCacheConfig(labels)
 	}
 	return nil
 }

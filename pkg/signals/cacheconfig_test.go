@@ -1,0 +1,52 @@
+package signals_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	promapi "github.com/prometheus/client_golang/api"
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed/vllm-datasource/pkg/series"
+	"github.com/seed/vllm-datasource/pkg/signals"
+	"github.com/seed/vllm-datasource/pkg/testbed"
+)
+
+// A restart with new flags leaves both configurations' series in the range; the newest wins.
+func TestCacheConfigIsTheNewestAfterARestartWithOtherFlags(t *testing.T) {
+	end := time.Now().Add(-time.Minute).Truncate(15 * time.Second)
+	start := end.Add(-20 * time.Minute)
+	var b strings.Builder
+	b.WriteString("# TYPE vllm:cache_config_info gauge\n")
+	write := func(dtype, blocks string, from, to time.Time) {
+		for ts := from; !ts.After(to); ts = ts.Add(15 * time.Second) {
+			fmt.Fprintf(&b, "vllm:cache_config_info{instance=\"a:8000\",job=\"vllm\",engine=\"0\",block_size=\"16\",cache_dtype=%q,enable_prefix_caching=\"True\",num_gpu_blocks=%q} 1 %d\n", dtype, blocks, ts.Unix())
+		}
+	}
+	write("auto", "4000", start, start.Add(9*time.Minute))
+	write("fp8", "8000", start.Add(10*time.Minute), end)
+	b.WriteString("# TYPE vllm:num_requests_running gauge\n")
+	for ts := start; !ts.After(end); ts = ts.Add(15 * time.Second) {
+		fmt.Fprintf(&b, "vllm:num_requests_running{instance=\"a:8000\",job=\"vllm\",engine=\"0\",model_name=\"m\"} 3 %d\n", ts.Unix())
+	}
+	b.WriteString("# EOF\n")
+	file := filepath.Join(t.TempDir(), "config.om")
+	require.NoError(t, os.WriteFile(file, []byte(b.String()), 0o644))
+	api, err := promapi.NewClient(promapi.Config{Address: testbed.Prometheus(t, file).URL})
+	require.NoError(t, err)
+	prom := signals.NewClient(v1.NewAPI(api), signals.DefaultLabels, 15*time.Second, nil)
+
+	res, err := prom.Fetch(context.Background(), signals.Request{Signals: []series.Signal{series.Running}, Start: start, End: end, Step: 15 * time.Second, CacheConfig: true})
+	require.NoError(t, err)
+	got := res.Set.CacheConfig["a:8000"]
+	assert.Equal(t, "fp8", got.CacheDType)
+	assert.Equal(t, 8000, got.NumGPUBlocks)
+	assert.True(t, got.FP8())
+}
