@@ -11,53 +11,6 @@ import (
 	"github.com/seed/vllm-datasource/pkg/plugin"
 )
 
-// alertingFile mirrors Grafana's file-provisioned alerting (apiVersion 1): rule groups only.
-type alertingFile struct {
-	APIVersion  int          `yaml:"apiVersion"`
-	Groups      []alertGroup `yaml:"groups"`
-	DeleteRules []struct {
-		OrgID int    `yaml:"orgId"`
-		UID   string `yaml:"uid"`
-	} `yaml:"deleteRules"`
-}
-
-type alertGroup struct {
-	OrgID    int         `yaml:"orgId"`
-	Name     string      `yaml:"name"`
-	Folder   string      `yaml:"folder"`
-	Interval string      `yaml:"interval"`
-	Rules    []alertRule `yaml:"rules"`
-}
-
-// alertRule mirrors AlertRuleV1 of Grafana's provisioning (pkg/services/provisioning/alerting).
-type alertRule struct {
-	UID                         string            `yaml:"uid"`
-	Title                       string            `yaml:"title"`
-	Condition                   string            `yaml:"condition"`
-	Data                        []alertQuery      `yaml:"data"`
-	DashboardUID                string            `yaml:"dashboardUid"`
-	PanelID                     int               `yaml:"panelId"`
-	NoDataState                 string            `yaml:"noDataState"`
-	ExecErrState                string            `yaml:"execErrState"`
-	For                         string            `yaml:"for"`
-	KeepFiringFor               string            `yaml:"keepFiringFor"`
-	MissingSeriesEvalsToResolve int               `yaml:"missing_series_evals_to_resolve"`
-	Annotations                 map[string]string `yaml:"annotations"`
-	Labels                      map[string]string `yaml:"labels"`
-	IsPaused                    bool              `yaml:"isPaused"`
-}
-
-type alertQuery struct {
-	RefID             string `yaml:"refId"`
-	QueryType         string `yaml:"queryType"`
-	RelativeTimeRange struct {
-		From int `yaml:"from"`
-		To   int `yaml:"to"`
-	} `yaml:"relativeTimeRange"`
-	DatasourceUID string         `yaml:"datasourceUid"`
-	Model         map[string]any `yaml:"model"`
-}
-
 // expression is the model of a server-side expression (datasource __expr__) as this stack uses
 // them: reduce and threshold.
 type expression struct {
@@ -79,14 +32,14 @@ type expression struct {
 
 const exprDatasource = "__expr__"
 
-func loadAlertRules(t *testing.T) []alertRule {
+func loadAlertRules(t *testing.T) []AlertRule {
 	t.Helper()
-	var f alertingFile
+	var f AlertingFile
 	readYAMLStrict(t, path("provisioning", "alerting", "vllm-rules.yaml"), &f)
 	if f.APIVersion != 1 || len(f.Groups) == 0 {
 		t.Fatalf("apiVersion %d with %d groups", f.APIVersion, len(f.Groups))
 	}
-	var out []alertRule
+	var out []AlertRule
 	for _, g := range f.Groups {
 		if g.Name == "" || g.Folder == "" || g.Interval == "" || g.OrgID < 1 {
 			t.Errorf("group %+v: name, folder, interval and orgId are required", g.Name)
@@ -112,7 +65,7 @@ func decodeModel(t *testing.T, m map[string]any, v any) json.RawMessage {
 
 // ruleOf returns the diagnosis rule an alert rule queries, checking that its first query is
 // the plugin's diagnosis alert query.
-func ruleOf(t *testing.T, r alertRule) string {
+func ruleOf(t *testing.T, r AlertRule) string {
 	t.Helper()
 	if len(r.Data) == 0 {
 		t.Fatalf("%s: no data", r.Title)
@@ -154,7 +107,7 @@ func TestAlertRulesCoverEveryRuleOfTheMatrixOnce(t *testing.T) {
 func TestAlertRulesFireWhenTheLastValueIsAboveZero(t *testing.T) {
 	for _, r := range loadAlertRules(t) {
 		t.Run(r.Title, func(t *testing.T) {
-			refs := map[string]alertQuery{}
+			refs := map[string]AlertQuery{}
 			for _, d := range r.Data {
 				if _, dup := refs[d.RefID]; dup {
 					t.Errorf("refId %s repeated", d.RefID)
@@ -270,7 +223,7 @@ func TestSeedAlertsAreProvisionedAsTheSeedWritesThem(t *testing.T) {
 	}
 	rules := loadAlertRules(t)
 	for _, s := range seed {
-		i := slices.IndexFunc(rules, func(r alertRule) bool { return r.Title == s.title })
+		i := slices.IndexFunc(rules, func(r AlertRule) bool { return r.Title == s.title })
 		if i < 0 {
 			t.Errorf("no alert rule %s", s.title)
 			continue

@@ -1,0 +1,192 @@
+package e2e_test
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+	"github.com/grafana/grafana-plugin-sdk-go/experimental/datasourcetest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed/vllm-datasource/pkg/sim"
+	"github.com/seed/vllm-datasource/pkg/stack"
+	"github.com/seed/vllm-datasource/pkg/testbed"
+	"github.com/seed/vllm-datasource/pkg/vllm"
+)
+
+// TestProvisionedDashboardsAnswer runs every query of every provisioned dashboard through the
+// plugin against a real Prometheus and a real Jaeger holding the kv_cache_saturated scenario
+// (metrics and one span in five), with the dashboard's variables set as Grafana would set them:
+// every panel answers without error, and the diagnosis panels show the injected finding.
+func TestProvisionedDashboardsAnswer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: simulates a scenario and starts Prometheus and Jaeger")
+	}
+	sc, err := sim.Lookup(sim.RuleKVCacheSaturated)
+	require.NoError(t, err)
+	res, err := sim.Run(sc, runStart, runFor, scrape, sim.WithSpanSampling(5))
+	require.NoError(t, err)
+	require.NotEmpty(t, res.Truth)
+	truth := res.Truth[0]
+	file := filepath.Join(t.TempDir(), "kv.om")
+	require.NoError(t, res.WriteFile(file))
+	prom := testbed.Prometheus(t, file)
+	jaeger := testbed.Jaeger(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	exp, err := sim.NewExporter(ctx, sc, jaeger.OTLPGRPC, sim.ProtocolGRPC, 10*time.Second)
+	require.NoError(t, err)
+	require.NoError(t, exp.Export(ctx, res.Spans))
+	require.NoError(t, exp.Close(ctx))
+
+	// The dashboards' current range: the fault's first forty minutes, as an operator would look.
+	from := truth.Start.Truncate(time.Minute)
+	to := from.Add(40 * time.Minute)
+	traceID := slowestTrace(res.Spans, truth.Instance, from, to)
+	vars := strings.NewReplacer(
+		`"${datasource}"`, `"vllm"`, `"$instance"`, `""`, `"$model"`, `""`, `"$traceId"`, `"`+traceID+`"`,
+		`"$baselineFrom"`, `"`+runStart.Format(time.RFC3339)+`"`,
+		`"$baselineTo"`, `"`+from.Add(-5*time.Minute).Format(time.RFC3339)+`"`,
+	)
+	tp, pc := pluginFor(t, prom.URL, map[string]any{
+		"tracesBackend": "jaeger", "tracesUrl": jaeger.QueryURL, "tracesDatasourceUid": "jaeger",
+	})
+	waitForSpans(t, tp, pc, from, to)
+
+	targets, err := stack.Targets(filepath.Join(stack.RepoRoot(), "dashboards"))
+	require.NoError(t, err)
+	ran := 0
+	for _, tg := range targets {
+		if tg.Datasource.Type != stack.PluginID && tg.Datasource.UID != "${datasource}" {
+			continue
+		}
+		ran++
+		t.Run(tg.File+"/"+tg.Panel+"/"+tg.RefID, func(t *testing.T) {
+			raw := vars.Replace(string(tg.JSON))
+			require.NotContains(t, raw, `"$`, "a template variable this test does not set")
+			q, err := stack.DecodeQuery([]byte(raw))
+			require.NoError(t, err)
+			model := map[string]any{}
+			require.NoError(t, json.Unmarshal([]byte(raw), &model))
+			model["queryType"] = q.QueryType
+			resp := ask(t, tp, pc, query(tg.RefID, model, from, to, scrape))
+			r := resp.Responses[tg.RefID]
+			require.NoError(t, r.Error, "panel %q", tg.Panel)
+			require.NotEmpty(t, r.Frames)
+			if q.QueryType == "diagnosis" && (q.Format == "" || q.Format == "findings") {
+				assert.True(t, hasFinding(r.Frames[0], truth.Rule, truth.Instance),
+					"panel %q should show %s on %s", tg.Panel, truth.Rule, truth.Instance)
+			}
+		})
+	}
+	assert.Greater(t, ran, 10, "the dashboards' plugin queries")
+}
+
+// slowestTrace is the trace id of the slowest request of an instance that started in a range.
+func slowestTrace(spans []sim.Span, instance string, from, to time.Time) string {
+	var best sim.Span
+	for _, s := range spans {
+		if s.Instance == instance && !s.Start.Before(from) && s.Start.Before(to) && s.E2E > best.E2E {
+			best = s
+		}
+	}
+	return hex.EncodeToString(best.TraceID[:])
+}
+
+// waitForSpans waits until the requests query sees spans: Jaeger stores them asynchronously.
+func waitForSpans(t *testing.T, tp datasourcetest.TestPlugin, pc backend.PluginContext, from, to time.Time) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp := ask(t, tp, pc, query("W", map[string]any{"queryType": "requests", "limit": 1}, from, to, scrape))
+		if r := resp.Responses["W"]; r.Error == nil && len(r.Frames) > 0 && r.Frames[0].Rows() > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Jaeger holds no vLLM spans of the range 30 s after they were sent")
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+func hasFinding(f *data.Frame, rule, instance string) bool {
+	r, _ := f.FieldByName("rule")
+	in, _ := f.FieldByName("instance")
+	if r == nil || in == nil {
+		return false
+	}
+	for i := 0; i < f.Rows(); i++ {
+		if r.At(i) == rule && in.At(i) == instance {
+			return true
+		}
+	}
+	return false
+}
+
+// testProvisionedAlertRules evaluates each provisioned alert rule as Grafana would, near the end
+// of its scenario's fault: the rule's query over its relative time range, reduce last, > 0.
+// It fires on the faulty instance, and on no instance of the healthy scenario.
+func testProvisionedAlertRules(t *testing.T, b *bed) {
+	rules, err := stack.LoadAlertRules(filepath.Join(stack.RepoRoot(), "provisioning", "alerting", "vllm-rules.yaml"))
+	require.NoError(t, err)
+	require.NotEmpty(t, rules)
+	for _, r := range rules {
+		t.Run(r.Title, func(t *testing.T) {
+			a := r.Data[0]
+			raw, err := json.Marshal(a.Model)
+			require.NoError(t, err)
+			q, err := stack.DecodeQuery(raw)
+			require.NoError(t, err)
+			require.Len(t, q.Rules, 1)
+			run := b.runs[jobOf(q.Rules[0], vllm.GenerationV1)]
+			require.NotNil(t, run, "no scenario for rule %s", q.Rules[0])
+			tr := run.result.Truth[0]
+			at := tr.End.Add(-time.Minute).Truncate(time.Second)
+			window := time.Duration(a.RelativeTimeRange.From-a.RelativeTimeRange.To) * time.Second
+			ms, _ := a.Model["intervalMs"].(float64)
+			interval := time.Duration(ms) * time.Millisecond
+			fires := func(job string) map[string]bool {
+				tp, pc := pluginFor(t, b.prom.URL, map[string]any{"labelMatchers": fmt.Sprintf(`{job=%q}`, job)})
+				resp := ask(t, tp, pc, query(a.RefID, a.Model, at.Add(-window), at, interval))
+				res := resp.Responses[a.RefID]
+				require.NoError(t, res.Error)
+				out := map[string]bool{}
+				for _, f := range res.Frames {
+					if len(f.Fields) < 2 || f.Fields[1].Len() == 0 {
+						continue
+					}
+					v := f.Fields[1]
+					if last := lastNonNaN(v); last > 0 {
+						out[v.Labels["instance"]] = true
+					}
+				}
+				return out
+			}
+			assert.Equal(t, map[string]bool{tr.Instance: true}, fires(run.job), "%s should fire on %s only", r.Title, tr.Instance)
+			assert.Empty(t, fires(jobOf("healthy", vllm.GenerationV1)), "%s fires on the healthy scenario", r.Title)
+		})
+	}
+}
+
+// lastNonNaN is Grafana's reduce "last" with mode dropNN.
+func lastNonNaN(f *data.Field) float64 {
+	for i := f.Len() - 1; i >= 0; i-- {
+		v, ok := f.ConcreteAt(i)
+		if !ok {
+			continue
+		}
+		if x, ok := v.(float64); ok && !math.IsNaN(x) {
+			return x
+		}
+	}
+	return math.NaN()
+}
