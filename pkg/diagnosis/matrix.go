@@ -37,7 +37,9 @@ const (
 var explainedBy = map[string][]string{
 	PrefillBound:       {KVCacheSaturated, PreemptionsFreeCache, PastTheKnee, QueueWithFreeCache, PrefixCacheMiss, PrefillBlocking, TokenBudgetStarved},
 	DecodeBound:        {KVCacheSaturated, PreemptionsFreeCache, PastTheKnee, SpecDecodeInefficient},
-	TokenBudgetStarved: {PrefixCacheMiss, QueueWithFreeCache, PrefillBlocking, KVCacheSaturated, PreemptionsFreeCache},
+	// A decode-bound batch slows every step, the prefill steps too: the prefills take longer
+	// because each step does, not because the budget splits them into more steps.
+	TokenBudgetStarved: {PrefixCacheMiss, QueueWithFreeCache, PrefillBlocking, KVCacheSaturated, PreemptionsFreeCache, DecodeBound},
 	// Preemption by recompute puts the preempted requests back in the waiting queue, so a
 	// saturated KV cache queues requests with the cache full by its own mechanism: that queue is
 	// the saturation's, and its remedy (fewer or shorter sequences, fp8) comes first.

@@ -6,8 +6,8 @@ import "strings"
 type Generation string
 
 // The generations: V0 is the old engine's vocabulary (gpu_cache_usage_perc, swapped requests,
-// V0 gauges); V1 is the current one (kv_cache_usage_perc, prefix-cache token counters, the
-// per-phase request histograms). A fleet can mix both: Detection keeps every name present.
+// V0 gauges); V1 is the current one (kv_cache_usage_perc, prefix-cache token counters,
+// inter_token_latency_seconds). A fleet can mix both: Detection keeps every name present.
 const (
 	GenerationNone Generation = "none"
 	GenerationV0   Generation = "v0"
@@ -15,9 +15,11 @@ const (
 	GenerationMix  Generation = "mixed"
 )
 
-// v1Markers exist only in V1 engines; v0Markers only in the V0 engine.
+// v1Markers exist only in V1 engines; v0Markers only in the V0 engine. The per-phase request
+// histograms (queue, prefill, decode, inference) are no marker: the V0 engine printed them too
+// from about 0.6 on (vLLM's docs/design/v1/metrics.md lists them among the V0 metrics).
 var (
-	v1Markers = []string{KVCacheUsage, PrefixCacheQueries, GPUPrefixCacheQueries, QueueTime + "_count", InterTokenLatency + "_count"}
+	v1Markers = []string{KVCacheUsage, PrefixCacheQueries, GPUPrefixCacheQueries, InterTokenLatency + "_count"}
 	v0Markers = []string{RequestsSwapped, CPUCacheUsage, TimeInQueueRequests + "_count", GPUPrefixCacheHitRate, SpecAcceptanceRateV0}
 )
 
