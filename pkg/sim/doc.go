@@ -19,9 +19,11 @@
 //     as the resource attribute service.instance.id, so traces join metrics.
 //   - V1 (default): the current names with engine="0". V0 (Scenario.Generation "v0"): the V0
 //     engine's names (gpu_cache_usage_perc, time_per_output_token_seconds,
-//     time_in_queue_requests, the cpu/swap gauges, the gpu_prefix_cache_hit_rate and spec
-//     decode gauges) and no engine label, as vLLM up to 0.7 printed them; no per-phase
-//     histograms.
+//     time_in_queue_requests, the cpu/swap gauges, the lifetime gpu_prefix_cache_hit_rate and
+//     spec decode gauges, beside the spec decode token counters) and no engine label, as vLLM
+//     0.6 to 0.7 printed them, with the per-phase request histograms (queue, prefill, decode,
+//     inference) that V0 printed too. V0's gauges are ratios since the server started, as
+//     vLLM computed them (CacheMetricData, the rejection sampler's running totals).
 //   - Spans follow TELEMETRY §5 for current vLLM, plus gen_ai.response.model, which current
 //     vLLM omits: Scenario.SpanModelAttribute (default on) controls it.
 //   - Aborted requests count in request_success_total{finished_reason="abort"} and e2e, and have

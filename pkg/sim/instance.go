@@ -373,11 +373,12 @@ func (s *instanceSim) finished(r *request, now float64, reason string) {
 	prefill := r.firstToken - r.firstSched
 	decode := now - r.firstToken
 	m.queue.Observe(queue)
-	if m.prefill != nil {
-		m.prefill.Observe(prefill)
-		m.decode.Observe(decode)
-		m.inference.Observe(prefill + decode)
+	if m.queueV0 != nil {
+		m.queueV0.Observe(queue)
 	}
+	m.prefill.Observe(prefill)
+	m.decode.Observe(decode)
+	m.inference.Observe(prefill + decode)
 	if m.tpot != nil && r.output > 1 {
 		m.tpot.Observe(decode / float64(r.output-1))
 	}

@@ -23,6 +23,7 @@ type metricSet struct {
 	reqPrompt, reqGen, iteration        prometheus.Observer
 	ttft, itl, tpot, e2e                prometheus.Observer
 	queue, prefill, decode, inference   prometheus.Observer
+	queueV0                             prometheus.Observer // V0's time_in_queue_requests
 	specDrafts, specDraftTk, specAccTk  prometheus.Counter
 	specPerPos                          []prometheus.Counter
 	cacheInfo                           *prometheus.GaugeVec
@@ -94,18 +95,28 @@ func newMetricSet(gen vllm.Generation, model string, cfg EngineConfig) *metricSe
 	m.ttft = histogram(vllm.TimeToFirstToken, nil)
 	m.e2e = histogram(vllm.E2ELatency, nil)
 
+	// The per-phase request histograms exist in both engines: V0 printed them from about 0.6
+	// on, beside its older time_in_queue_requests.
+	m.queue = histogram(vllm.QueueTime, nil)
+	m.inference = histogram(vllm.InferenceTime, nil)
+	m.prefill = histogram(vllm.PrefillTime, nil)
+	m.decode = histogram(vllm.DecodeTime, nil)
 	if m.v0 {
 		m.kvUsage = gauge(vllm.GPUCacheUsage)
 		gauge(vllm.CPUCacheUsage)
 		gauge(vllm.RequestsSwapped)
 		m.itl = histogram(vllm.TimePerOutputToken, nil)
-		m.queue = histogram(vllm.TimeInQueueRequests, nil)
+		m.queueV0 = histogram(vllm.TimeInQueueRequests, nil)
 		if cfg.PrefixCaching {
 			m.prefixHitRate = gauge(vllm.GPUPrefixCacheHitRate)
 		}
 		if cfg.SpecTokens > 0 {
+			// V0's gauges are lifetime ratios; its counters of draft and accepted tokens
+			// carry the same names as today's.
 			m.specRate = gauge(vllm.SpecAcceptanceRateV0)
 			m.specEff = gauge(vllm.SpecEfficiencyV0)
+			m.specDraftTk = counter(vllm.SpecDraftTokens)
+			m.specAccTk = counter(vllm.SpecAcceptedTokens)
 		}
 	} else {
 		n, h := describe(vllm.RequestsWaitingByReason)
@@ -119,10 +130,6 @@ func newMetricSet(gen vllm.Generation, model string, cfg EngineConfig) *metricSe
 		m.cachedTk = counter(vllm.PromptTokensCached)
 		m.itl = histogram(vllm.InterTokenLatency, nil)
 		m.tpot = histogram(vllm.RequestTimePerToken, nil)
-		m.queue = histogram(vllm.QueueTime, nil)
-		m.inference = histogram(vllm.InferenceTime, nil)
-		m.prefill = histogram(vllm.PrefillTime, nil)
-		m.decode = histogram(vllm.DecodeTime, nil)
 		if cfg.SpecTokens > 0 {
 			m.specDrafts = counter(vllm.SpecDrafts)
 			m.specDraftTk = counter(vllm.SpecDraftTokens)
@@ -196,6 +203,8 @@ func (m *metricSet) spec(drafts, draftTokens, accepted int, perPos []int) {
 			m.specRate.Set(m.accepted / m.draftTokens)
 			// V0's efficiency: tokens emitted over the most a step could have emitted.
 			m.specEff.Set((m.accepted + float64(drafts)) / (m.draftTokens + float64(drafts)))
+			m.specDraftTk.Add(float64(draftTokens))
+			m.specAccTk.Add(float64(accepted))
 		}
 		return
 	}

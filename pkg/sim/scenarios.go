@@ -138,12 +138,13 @@ var catalogue = map[string]func() Scenario{
 	},
 	RuleKVCacheSaturated: func() Scenario {
 		return faulty(RuleKVCacheSaturated,
-			"answers grow to ~1200 tokens: the running requests need more KV blocks than the pool has, and are preempted",
+			"a client switches to long answers (~1200 tokens, 1.1 requests a second): the running requests outgrow the KV pool and are preempted; "+
+				"the queue of preempted requests drains within minutes of the fault's end",
 			RuleKVCacheSaturated, nil,
 			func(_ EngineConfig, l Load) (*EngineConfig, *Load) {
 				l.OutputTokens = Dist{Mean: 1200, CV: 0.3, Min: 64}
 				l.MaxTokens = 2048
-				l.RatePerSecond = 1.5
+				l.RatePerSecond = 1.1
 				return nil, &l
 			})
 	},
@@ -173,7 +174,8 @@ var catalogue = map[string]func() Scenario{
 	},
 	RulePastTheKnee: func() Scenario {
 		return faulty(RulePastTheKnee,
-			"traffic rises from 4 to 14 requests a second against max_num_seqs 64 sized to the KV pool: the cache is full and the queue grows",
+			"traffic rises from 4 to 9 requests a second against max_num_seqs 64 sized to the KV pool: the cache is full and the queue grows, "+
+				"and drains within minutes of the fault's end",
 			RulePastTheKnee,
 			func(in *Instance) {
 				in.Engine.MaxNumSeqs = 64
@@ -181,7 +183,7 @@ var catalogue = map[string]func() Scenario{
 				in.Load.SuffixTokens.CV, in.Load.OutputTokens.CV = 0.2, 0.2
 			},
 			func(_ EngineConfig, l Load) (*EngineConfig, *Load) {
-				l.RatePerSecond = 14
+				l.RatePerSecond = 9
 				return nil, &l
 			})
 	},
@@ -196,24 +198,30 @@ var catalogue = map[string]func() Scenario{
 	},
 	RulePrefillBound: func() Scenario {
 		return faulty(RulePrefillBound,
-			"prompts grow from ~1400 to ~2800 tokens (long contexts): TTFT and prefill time rise together",
+			"two requests a second with ~1200-token prompts (1024 of them a cached system prompt); a RAG pipeline then adds ~2400 tokens of "+
+				"retrieved context to every prompt (~3400 tokens): TTFT and prefill time rise together, proportionally",
 			RulePrefillBound,
-			func(in *Instance) { in.Engine.NumGPUBlocks = 24000 },
+			func(in *Instance) {
+				in.Engine.NumGPUBlocks = 24000
+				in.Load.RatePerSecond = 2
+				in.Load.SuffixTokens = Dist{Mean: 200, CV: 0.5, Min: 8}
+			},
 			func(_ EngineConfig, l Load) (*EngineConfig, *Load) {
-				l.SuffixTokens = Dist{Mean: 1800, CV: 0.3, Min: 8}
+				l.SuffixTokens = Dist{Mean: 2400, CV: 0.1, Min: 8}
 				return nil, &l
 			})
 	},
 	RuleDecodeBound: func() Scenario {
 		return faulty(RuleDecodeBound,
-			"traffic rises to 7 requests a second with 300-token answers: the batch widens and each decode step reads far more KV",
+			"traffic rises to 5 requests a second with 340-token answers: the batch widens to a few hundred sequences and each decode step "+
+				"reads far more KV, yet the engine keeps up (no queue)",
 			RuleDecodeBound,
 			func(in *Instance) {
 				in.Engine.NumGPUBlocks, in.Engine.MaxNumSeqs = 32000, 1024
 			},
 			func(_ EngineConfig, l Load) (*EngineConfig, *Load) {
-				l.RatePerSecond = 7
-				l.OutputTokens = Dist{Mean: 300, CV: 0.5, Min: 4}
+				l.RatePerSecond = 5
+				l.OutputTokens = Dist{Mean: 340, CV: 0.5, Min: 4}
 				return nil, &l
 			})
 	},

@@ -228,7 +228,16 @@ func TestV0ExpositionUsesTheV0NamesAndNoEngineLabel(t *testing.T) {
 				t.Errorf("%s: %s missing from the V0 exposition", inst, n)
 			}
 		}
-		for _, n := range []string{vllm.KVCacheUsage, vllm.InterTokenLatency, vllm.QueueTime, vllm.PrefixCacheQueries} {
+		want := []string{vllm.QueueTime, vllm.PrefillTime}
+		if _, spec := fams[vllm.SpecAcceptanceRateV0]; spec {
+			want = append(want, vllm.SpecDraftTokens, vllm.SpecAcceptedTokens)
+		}
+		for _, n := range want {
+			if _, ok := fams[n]; !ok {
+				t.Errorf("%s: %s missing from the V0 exposition (V0 printed it from 0.6 on)", inst, n)
+			}
+		}
+		for _, n := range []string{vllm.KVCacheUsage, vllm.InterTokenLatency, vllm.PrefixCacheQueries, vllm.SpecDrafts} {
 			if _, ok := fams[n]; ok {
 				t.Errorf("%s: current name %s in the V0 exposition", inst, n)
 			}
