@@ -31,6 +31,7 @@ func overlap(a, b [2]time.Time) time.Duration {
 func TestEachFaultShowsItsSymptomOnlyWhileItLasts(t *testing.T) {
 	for _, name := range Scenarios() {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			res := run(t, name)
 			sc := res.Scenario
 			var rule string
