@@ -158,6 +158,17 @@ func testDiagnosisMatchesTruth(t *testing.T, b *bed) {
 	t.Logf("precision and recall per rule over %d scenarios × 2 generations:\n%s", len(names), table.String())
 }
 
+// alertTime is when the alert tests evaluate a fault: a quarter of an hour into it (or just
+// before its end), late enough for every rule's `for`, early enough that rules comparing with
+// the hour before have not yet taken the fault into their baseline.
+func alertTime(tr sim.Finding) time.Time {
+	at := tr.Start.Add(15 * time.Minute)
+	if end := tr.End.Add(-time.Minute); end.Before(at) {
+		at = end
+	}
+	return at.Truncate(time.Second)
+}
+
 // testAlertSeries checks the alert format on each fault scenario: the series of the injected
 // rule on the faulty instance is 1 during the fault.
 func testAlertSeries(t *testing.T, b *bed) {
@@ -168,7 +179,7 @@ func testAlertSeries(t *testing.T, b *bed) {
 			tr := run.result.Truth[0]
 			tp, pc := pluginFor(t, b.prom.URL, map[string]any{"labelMatchers": fmt.Sprintf(`{job=%q}`, run.job)})
 			// An alert rule evaluates the last few minutes: ask for ten minutes inside the fault.
-			to := tr.End.Add(-time.Minute).Truncate(time.Second)
+			to := alertTime(tr)
 			from := to.Add(-10 * time.Minute)
 			resp := ask(t, tp, pc, query("A", map[string]any{"queryType": "diagnosis", "format": "alert", "rules": []string{tr.Rule}}, from, to, time.Second))
 			r := resp.Responses["A"]

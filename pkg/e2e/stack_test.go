@@ -132,8 +132,8 @@ func hasFinding(f *data.Frame, rule, instance string) bool {
 	return false
 }
 
-// testProvisionedAlertRules evaluates each provisioned alert rule as Grafana would, near the end
-// of its scenario's fault: the rule's query over its relative time range, reduce last, > 0.
+// testProvisionedAlertRules evaluates each provisioned alert rule as Grafana would, inside its
+// scenario's fault (see alertTime): the rule's query over its relative time range, reduce last, > 0.
 // It fires on the faulty instance, and on no instance of the healthy scenario.
 func testProvisionedAlertRules(t *testing.T, b *bed) {
 	rules, err := stack.LoadAlertRules(filepath.Join(stack.RepoRoot(), "provisioning", "alerting", "vllm-rules.yaml"))
@@ -150,7 +150,7 @@ func testProvisionedAlertRules(t *testing.T, b *bed) {
 			run := b.runs[jobOf(q.Rules[0], vllm.GenerationV1)]
 			require.NotNil(t, run, "no scenario for rule %s", q.Rules[0])
 			tr := run.result.Truth[0]
-			at := tr.End.Add(-time.Minute).Truncate(time.Second)
+			at := alertTime(tr)
 			window := time.Duration(a.RelativeTimeRange.From-a.RelativeTimeRange.To) * time.Second
 			ms, _ := a.Model["intervalMs"].(float64)
 			interval := time.Duration(ms) * time.Millisecond
