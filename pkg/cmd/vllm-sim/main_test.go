@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestBadInputFailsWithoutWritingAnything(t *testing.T) {
@@ -27,13 +26,9 @@ func TestBadInputFailsWithoutWritingAnything(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			args := append([]string{"backfill", "--openmetrics", om, "--truth", truth, "--duration", "5m"}, tt.args...)
-			begin := time.Now()
 			err := run(context.Background(), args, io.Discard, io.Discard)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
-			}
-			if d := time.Since(begin); d > 5*time.Second {
-				t.Errorf("took %v to fail", d)
 			}
 			for _, p := range []string{om, truth} {
 				if _, err := os.Stat(p); err == nil {
