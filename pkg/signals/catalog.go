@@ -1,6 +1,11 @@
 // Package signals turns named, version-independent vLLM signals into PromQL for the metric
 // names a Prometheus actually holds, runs the range queries in parallel (each distinct query
 // once), and aligns the results into a series.Set.
+//
+// Every rate-like signal covers the rate window (Window), in every generation. Where vLLM V0
+// exported only a ratio since the server started (vllm:gpu_prefix_cache_hit_rate), the window's
+// value is derived from it and approximate (see windowedLifetimeRatio and the signal's
+// description).
 package signals
 
 import (
@@ -84,6 +89,23 @@ func gauge(agg string, metric string) alt {
 	}}
 }
 
+// windowedLifetimeRatio approximates a ratio over the rate window from a gauge that holds the
+// ratio since the server started (vLLM V0's CacheMetricData) and a counter of its denominator.
+// With r the lifetime ratio and P the counter, the hits so far are about r·P, so the window's
+// ratio is (r·P − (r·P) offset w) / (P − P offset w). It is approximate: V0 counted lookups in
+// KV blocks and weighted its running ratio by blocks of 1000 lookups, while P counts prompt
+// tokens. A window whose counter did not grow (idle, or reset by a restart) has no value, nor
+// one where vLLM reports -1 (no lookup yet, or prefix caching off); rounding is clamped to [0, 1].
+func windowedLifetimeRatio(ratio, counter string) alt {
+	return alt{needs: []string{ratio, counter}, expr: func(b builder) string {
+		r := fmt.Sprintf("(max by (%s) (%s) >= 0)", b.by(), b.sel(ratio))
+		rOff := fmt.Sprintf("(max by (%s) (%s offset %s) >= 0)", b.by(), b.sel(ratio), b.window)
+		p := fmt.Sprintf("sum by (%s) (%s)", b.by(), b.sel(counter))
+		pOff := fmt.Sprintf("sum by (%s) (%s offset %s)", b.by(), b.sel(counter), b.window)
+		return fmt.Sprintf("clamp((%s * %s - %s * %s) / (%s - %s > 0), 0, 1)", r, p, rOff, pOff, p, pOff)
+	}}
+}
+
 func rateOf(metric string, extra ...string) alt {
 	return alt{needs: []string{metric}, expr: func(b builder) string { return b.sumRate(metric, extra...) }}
 }
@@ -107,10 +129,12 @@ var Catalog = []Def{
 	mean(series.PrefillTimeMean, "Prefill time (mean)", "s", groupStages, "Mean time from first scheduled to first token (preemptions included).", vllm.PrefillTime),
 	mean(series.DecodeTimeMean, "Decode time (mean)", "s", groupStages, "Mean time from first token to last token (preemptions included).", vllm.DecodeTime),
 	{Name: series.PrefixCacheHitRate, Label: "Prefix cache hit rate", Unit: "percentunit", Group: groupCache,
-		Description: "Prompt tokens found in the prefix cache over tokens looked up.",
+		Description: "Prompt tokens found in the prefix cache over tokens looked up, over the rate window. " +
+			"vLLM V0 exported only a hit rate since the server started (vllm:gpu_prefix_cache_hit_rate); there the window's rate is " +
+			"approximated from that ratio weighted by the prompt tokens processed, and a window with a counter reset has no value.",
 		alts: append(counterRatio("", "", "", "",
 			[2]string{vllm.PrefixCacheHits, vllm.PrefixCacheQueries},
-			[2]string{vllm.GPUPrefixCacheHits, vllm.GPUPrefixCacheQueries}).alts, gauge("max", vllm.GPUPrefixCacheHitRate))},
+			[2]string{vllm.GPUPrefixCacheHits, vllm.GPUPrefixCacheQueries}).alts, windowedLifetimeRatio(vllm.GPUPrefixCacheHitRate, vllm.PromptTokens))},
 	{Name: series.KVUsage, Label: "KV cache usage", Unit: "percentunit", Group: groupCache,
 		Description: "Fraction of KV-cache blocks in use; the busiest data-parallel engine counts.",
 		alts:        []alt{gauge("max", vllm.KVCacheUsage), gauge("max", vllm.GPUCacheUsage)}},

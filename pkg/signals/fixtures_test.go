@@ -33,6 +33,8 @@ type capture struct {
 	model      string
 	present    []series.Signal
 	absent     []series.Signal
+	// idle are signals this Prometheus serves that have no value in the capture.
+	idle []series.Signal
 }
 
 var captures = []capture{
@@ -40,8 +42,10 @@ var captures = []capture{
 		present: []series.Signal{series.KVUsage, series.Running, series.Waiting, series.TTFTP99, series.ITLP99, series.TPOTP99, series.E2EP99, series.PreemptionRate, series.RequestRate, series.AbortRatio, series.PromptTPS, series.RequestCount},
 		absent:  []series.Signal{series.QueueTimeMean, series.PrefillTimeMean, series.DecodeTimeMean, series.PrefixCacheHitRate, series.SpecAcceptanceRate, series.WaitingCapacity}},
 	{file: "02-v0-0.7-aibrix-docs-qwen25coder-fragment.txt", generation: vllm.GenerationV0, model: "Qwen/Qwen2.5-Coder-1.5B-Instruct",
-		present: []series.Signal{series.KVUsage, series.PrefixCacheHitRate, series.Running, series.Waiting, series.PreemptionRate},
-		absent:  []series.Signal{series.TTFTP99, series.RequestCount, series.QueueTimeMean, series.SpecAcceptanceRate}},
+		present: []series.Signal{series.KVUsage, series.Running, series.Waiting, series.PreemptionRate},
+		absent:  []series.Signal{series.TTFTP99, series.RequestCount, series.QueueTimeMean, series.SpecAcceptanceRate},
+		// Its hit-rate gauge reads -1 (no lookup yet) and its prompt counter stands still.
+		idle: []series.Signal{series.PrefixCacheHitRate}},
 	{file: "03-v1-0.10-ngc2509-qwen3-4b.txt", generation: vllm.GenerationV1, model: "Qwen/Qwen3-4B-Instruct-2507-FP8",
 		present: []series.Signal{series.KVUsage, series.PrefixCacheHitRate, series.TTFTP50, series.TTFTRatio, series.ITLP99, series.QueueTimeMean, series.PrefillTimeMean, series.DecodeTimeMean, series.WaitingRatio},
 		absent:  []series.Signal{series.SpecAcceptanceRate, series.WaitingCapacity}},
@@ -132,7 +136,7 @@ func TestRealCapturesAreRecognisedWithTheirSignals(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, []string{c.file[:2] + ".example:8000"}, instances)
 
-			wanted := append(append([]series.Signal(nil), c.present...), c.absent...)
+			wanted := append(append(append([]series.Signal(nil), c.present...), c.absent...), c.idle...)
 			res, err := client.Fetch(ctx, signals.Request{Signals: wanted, Start: times[0], End: end, Step: 15 * time.Second})
 			require.NoError(t, err)
 			key := series.Key{Instance: c.file[:2] + ".example:8000", Model: c.model}
@@ -143,6 +147,10 @@ func TestRealCapturesAreRecognisedWithTheirSignals(t *testing.T) {
 			for _, s := range c.absent {
 				assert.Contains(t, res.Set.Absent, s, "%s should be reported absent", s)
 				assert.Nil(t, res.Set.Get(key, s), "%s must not be served as zeros", s)
+			}
+			for _, s := range c.idle {
+				assert.NotContains(t, res.Set.Absent, s, "%s should resolve", s)
+				assert.Nil(t, res.Set.Get(key, s), "%s has no value to serve", s)
 			}
 		})
 	}
