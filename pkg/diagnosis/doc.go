@@ -56,6 +56,16 @@
 //     finding (Variant shared_prefix_shorter_than_block) names both. Prompts shorter than one
 //     block are reported as Variant prompts_shorter_than_block. Without the block size or the
 //     prompt length, no variant is claimed.
+//   - decode_bound's "TPOT p99" is the p99 of each request's mean time per output token
+//     (vllm:request_time_per_output_token_seconds). vLLM V0 had no such histogram: its
+//     time_per_output_token_seconds is the inter-token latency under its old name (TELEMETRY §3),
+//     one observation per gap, whose p99 is the slowest steps' (a step carrying a long prefill
+//     chunk stalls every decoding request once) rather than the slowest requests'. Without the
+//     per-request histogram the rule compares the mean time per output token (total decode time
+//     over tokens, the window's TPOT) with its baseline, by the same factor.
+//   - V0's prefix-cache hit rate is a ratio since the server started; pkg/signals derives the
+//     rate window's hit rate from it and the prompt token counter (an approximation), so a miss
+//     shows within a window as it does on current vLLM.
 //   - Counter resets: rates come from Prometheus, which handles resets; the NaN step after a
 //     restart is unknown, a zero rate is false, and a short burst cannot last `for`.
 //   - Specific causes outrank symptoms: a prefill_bound, decode_bound or token_budget_starved

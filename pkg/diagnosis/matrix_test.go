@@ -153,3 +153,47 @@ func hasFlagOrStep(action string) bool {
 	}
 	return false
 }
+
+// Where vLLM has no per-request TPOT histogram (V0), decode_bound compares the mean time per
+// output token with its baseline, since V0's per-token histogram holds every inter-token gap.
+func TestDecodeBoundWithoutPerRequestTPOT(t *testing.T) {
+	type m = map[series.Signal]sample
+	cases := []struct {
+		name       string
+		after      m
+		want       Severity
+		applicable bool
+	}{
+		{"mean TPOT at twice the baseline with decode 1.5×", m{series.TPOTMean: x(0.04), series.DecodeTimeMean: x(3)}, Warning, true},
+		{"mean TPOT just under twice the baseline", m{series.TPOTMean: x(0.0399), series.DecodeTimeMean: x(3)}, "", true},
+		{"mean TPOT doubled but decode time flat", m{series.TPOTMean: x(0.04), series.DecodeTimeMean: x(2.9)}, "", true},
+		{"no TPOT of any kind", nil, "", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			set := newSet(totalSteps)
+			for sig, s := range healthy() {
+				if sig != series.TPOTP99 {
+					fill(set, keyA, sig, 0, set.Grid.Len, s)
+				}
+			}
+			if c.applicable {
+				fill(set, keyA, series.TPOTMean, 0, set.Grid.Len, x(0.02))
+			}
+			for sig, s := range c.after {
+				fill(set, keyA, sig, baseSteps, set.Grid.Len, s)
+			}
+			res := evaluate(t, set, Options{Rules: []string{DecodeBound}, EvalFrom: evalFrom})
+			got := findingsOf(res, DecodeBound)
+			switch {
+			case c.want == "" && len(got) != 0:
+				t.Fatalf("want no finding, got %q", got[0].Text)
+			case c.want != "" && (len(got) != 1 || got[0].Severity != c.want):
+				t.Fatalf("want one %s finding, got %d; states %v", c.want, len(got), statesOf(t, res, keyA, DecodeBound)[:3])
+			}
+			if na := count(statesOf(t, res, keyA, DecodeBound), NotApplicable) > 0; na == c.applicable {
+				t.Errorf("not applicable: %v, want %v", na, !c.applicable)
+			}
+		})
+	}
+}

@@ -120,9 +120,14 @@ var Catalog = []Def{
 		derive:      &derivation{num: series.TTFTP99, den: series.TTFTP50}},
 	quantile(series.ITLP50, "Inter-token latency p50", 0.5, groupLatency, "Median time between consecutive outputs of a request.", vllm.InterTokenLatency, vllm.TimePerOutputToken),
 	quantile(series.ITLP99, "Inter-token latency p99", 0.99, groupLatency, "99th percentile time between consecutive outputs.", vllm.InterTokenLatency, vllm.TimePerOutputToken),
-	quantile(series.TPOTP50, "Time per output token p50", 0.5, groupLatency, "Median of each request's mean decode time per output token.", vllm.RequestTimePerToken, vllm.TimePerOutputToken),
-	quantile(series.TPOTP99, "Time per output token p99", 0.99, groupLatency, "99th percentile of each request's mean decode time per output token.", vllm.RequestTimePerToken, vllm.TimePerOutputToken),
-	mean(series.TPOTMean, "Time per output token (mean)", "s", groupLatency, "Mean decode time per output token.", vllm.RequestTimePerToken, vllm.TimePerOutputToken),
+	// vllm:time_per_output_token_seconds is the old name of the inter-token latency histogram
+	// (TELEMETRY §3): one observation per gap, not per request, so its quantiles are ITL's, and
+	// per-request TPOT quantiles exist only where vLLM has the per-request histogram.
+	quantile(series.TPOTP50, "Time per output token p50", 0.5, groupLatency, "Median of each request's mean decode time per output token (vLLM with the per-request histogram only).", vllm.RequestTimePerToken),
+	quantile(series.TPOTP99, "Time per output token p99", 0.99, groupLatency, "99th percentile of each request's mean decode time per output token (vLLM with the per-request histogram only).", vllm.RequestTimePerToken),
+	mean(series.TPOTMean, "Time per output token (mean)", "s", groupLatency,
+		"Mean decode time per output token: over requests where vLLM has the per-request histogram, else over all inter-token gaps (weighted by tokens).",
+		vllm.RequestTimePerToken, vllm.TimePerOutputToken),
 	quantile(series.E2EP50, "End-to-end p50", 0.5, groupLatency, "Median request latency, arrival to finish.", vllm.E2ELatency),
 	quantile(series.E2EP99, "End-to-end p99", 0.99, groupLatency, "99th percentile request latency.", vllm.E2ELatency),
 	mean(series.QueueTimeMean, "Queue time (mean)", "s", groupStages, "Mean time from first queued to first scheduled.", vllm.QueueTime, vllm.TimeInQueueRequests),

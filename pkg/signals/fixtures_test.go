@@ -39,8 +39,9 @@ type capture struct {
 
 var captures = []capture{
 	{file: "01-v0-0.5-datadog-opt125m.txt", generation: vllm.GenerationV0, model: "facebook/opt-125m",
-		present: []series.Signal{series.KVUsage, series.Running, series.Waiting, series.TTFTP99, series.ITLP99, series.TPOTP99, series.E2EP99, series.PreemptionRate, series.RequestRate, series.AbortRatio, series.PromptTPS, series.RequestCount},
-		absent:  []series.Signal{series.QueueTimeMean, series.PrefillTimeMean, series.DecodeTimeMean, series.PrefixCacheHitRate, series.SpecAcceptanceRate, series.WaitingCapacity}},
+		present: []series.Signal{series.KVUsage, series.Running, series.Waiting, series.TTFTP99, series.ITLP99, series.TPOTMean, series.E2EP99, series.PreemptionRate, series.RequestRate, series.AbortRatio, series.PromptTPS, series.RequestCount},
+		// Its time_per_output_token_seconds is inter-token latency: no per-request TPOT quantile.
+		absent: []series.Signal{series.TPOTP99, series.QueueTimeMean, series.PrefillTimeMean, series.DecodeTimeMean, series.PrefixCacheHitRate, series.SpecAcceptanceRate, series.WaitingCapacity}},
 	{file: "02-v0-0.7-aibrix-docs-qwen25coder-fragment.txt", generation: vllm.GenerationV0, model: "Qwen/Qwen2.5-Coder-1.5B-Instruct",
 		present: []series.Signal{series.KVUsage, series.Running, series.Waiting, series.PreemptionRate},
 		absent:  []series.Signal{series.TTFTP99, series.RequestCount, series.QueueTimeMean, series.SpecAcceptanceRate},
