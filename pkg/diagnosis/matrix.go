@@ -39,7 +39,12 @@ var explainedBy = map[string][]string{
 	DecodeBound:  {KVCacheSaturated, PreemptionsFreeCache, PastTheKnee, SpecDecodeInefficient},
 	// A decode-bound batch slows every step, the prefill steps too: the prefills take longer
 	// because each step does, not because the budget splits them into more steps.
-	TokenBudgetStarved: {PrefixCacheMiss, QueueWithFreeCache, PrefillBlocking, KVCacheSaturated, PreemptionsFreeCache, DecodeBound},
+	TokenBudgetStarved: {PrefixCacheMiss, QueueWithFreeCache, KVCacheSaturated, PreemptionsFreeCache, DecodeBound},
+	// A budget of a few dozen tokens serialises prefills: each takes many steps and the next
+	// waits for it, so TTFT's tail grows with its median. Blocking by a few long prompts raises
+	// the p99 alone (seed 000: "p50 and p99 both rise" is the starved budget's row), and
+	// token_budget_starved holds only when the p50 rose too and prompts did not grow.
+	PrefillBlocking: {TokenBudgetStarved},
 	// Preemption by recompute puts the preempted requests back in the waiting queue, so a
 	// saturated KV cache queues requests with the cache full by its own mechanism: that queue is
 	// the saturation's, and its remedy (fewer or shorter sequences, fp8) comes first.

@@ -102,7 +102,9 @@ type Dist struct {
 // Fault replaces an instance's engine configuration or load from From to To (fractions of the
 // run); Rule names the matrix rule (DESIGN §4) that the change is meant to cause. Restart
 // instead restarts the server at From: counters reset, in-flight requests are lost, and the
-// server is down for Downtime seconds.
+// server is down for Downtime seconds. Redeploy applies an engine change as an operator does
+// with vLLM's flags, which it reads only at start: the server restarts into the fault's
+// configuration at From and back into its own at To, down for Downtime seconds each time.
 type Fault struct {
 	Rule     string        `json:"rule"`
 	From     float64       `json:"from"`
@@ -110,6 +112,7 @@ type Fault struct {
 	Engine   *EngineConfig `json:"engine,omitempty"`
 	Load     *Load         `json:"load,omitempty"`
 	Restart  bool          `json:"restart,omitempty"`
+	Redeploy bool          `json:"redeploy,omitempty"`
 	Downtime float64       `json:"downtime,omitempty"`
 }
 
@@ -199,7 +202,10 @@ func (s Scenario) Validate() error {
 			if f.Load != nil {
 				errs = append(errs, f.Load.validate(fw+": load")...)
 			}
-			if f.Restart && f.Downtime < 0 {
+			if f.Restart && f.Redeploy {
+				add("%s: a fault is either a restart or a redeploy of new flags, not both", fw)
+			}
+			if (f.Restart || f.Redeploy) && f.Downtime < 0 {
 				add("%s: downtime must not be negative", fw)
 			}
 		}
@@ -218,6 +224,10 @@ func (c EngineConfig) validate(where string) []error {
 	}
 	if c.MaxModelLen < 2 {
 		add("maxModelLen must be at least 2, got %d", c.MaxModelLen)
+	}
+	if c.MaxNumBatchedTokens < c.MaxNumSeqs {
+		// vLLM refuses this too: each running sequence needs at least one token of the budget.
+		add("maxNumBatchedTokens (%d) must be at least maxNumSeqs (%d)", c.MaxNumBatchedTokens, c.MaxNumSeqs)
 	}
 	if !c.ChunkedPrefill && c.MaxNumBatchedTokens < c.MaxModelLen {
 		// vLLM refuses this too: without chunking a whole prompt must fit in one step.

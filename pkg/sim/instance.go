@@ -109,14 +109,14 @@ func buildPhases(in Instance, duration float64) []phase {
 			ps = append(ps, phase{at: f.From * duration, engine: in.Engine, load: in.Load, restart: true, downtime: f.Downtime})
 			continue
 		}
-		during := phase{at: f.From * duration, engine: in.Engine, load: in.Load}
+		during := phase{at: f.From * duration, engine: in.Engine, load: in.Load, restart: f.Redeploy, downtime: f.Downtime}
 		if f.Engine != nil {
 			during.engine = *f.Engine
 		}
 		if f.Load != nil {
 			during.load = *f.Load
 		}
-		ps = append(ps, during, phase{at: f.To * duration, engine: in.Engine, load: in.Load})
+		ps = append(ps, during, phase{at: f.To * duration, engine: in.Engine, load: in.Load, restart: f.Redeploy, downtime: f.Downtime})
 	}
 	sort.SliceStable(ps, func(i, j int) bool { return ps[i].at < ps[j].at })
 	return ps

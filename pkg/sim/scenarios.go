@@ -64,6 +64,22 @@ func faulty(name, desc, rule string, setup func(*Instance), fault func(EngineCon
 	return Scenario{Name: name, Description: desc, Seed: 42, Instances: in}
 }
 
+// redeployDowntime is how long a redeployed vLLM serves nothing: the process restarts and loads
+// the model's weights again.
+const redeployDowntime = 30
+
+// redeployed makes a scenario's engine faults flag changes, which vLLM reads only at start: the
+// faulty instance restarts into the fault and out of it, losing its queue each time.
+func redeployed(sc Scenario) Scenario {
+	for i := range sc.Instances {
+		for j := range sc.Instances[i].Faults {
+			f := &sc.Instances[i].Faults[j]
+			f.Redeploy, f.Downtime = f.Engine != nil, redeployDowntime
+		}
+	}
+	return sc
+}
+
 var catalogue = map[string]func() Scenario{
 	"healthy": func() Scenario {
 		return Scenario{Name: "healthy", Seed: 42, Instances: fleet(),
@@ -100,14 +116,21 @@ var catalogue = map[string]func() Scenario{
 			})
 	},
 	RuleTokenBudgetStarved: func() Scenario {
-		return faulty(RuleTokenBudgetStarved,
-			"max_num_batched_tokens lowered to 48: each prompt is prefilled in many small chunks",
+		sc := faulty(RuleTokenBudgetStarved,
+			"a document pipeline (fixed-size chunks of ~500 tokens behind shared instructions, 1.8 requests a second, max_num_seqs 48) "+
+				"is redeployed with max_num_batched_tokens 48: every prompt is prefilled in many small chunks, one prefill after "+
+				"another, so TTFT p50 and p99 both rise while the queue stays shorter than the prefills",
 			RuleTokenBudgetStarved,
-			func(in *Instance) { in.Load.RatePerSecond = 2.5 },
+			func(in *Instance) {
+				in.Engine.MaxNumSeqs = 48
+				in.Load.RatePerSecond = 1.8
+				in.Load.SuffixTokens = Dist{Mean: 500, CV: 0.2, Min: 8}
+			},
 			func(e EngineConfig, _ Load) (*EngineConfig, *Load) {
 				e.MaxNumBatchedTokens = 48
 				return &e, nil
 			})
+		return redeployed(sc)
 	},
 	RulePrefixCacheMiss: func() Scenario {
 		return faulty(RulePrefixCacheMiss,
@@ -164,13 +187,15 @@ var catalogue = map[string]func() Scenario{
 			})
 	},
 	RuleQueueWithFreeCache: func() Scenario {
-		return faulty(RuleQueueWithFreeCache,
-			"max_num_batched_tokens lowered to 32: the engine cannot prefill as fast as requests arrive, the queue grows while the cache stays empty",
+		sc := faulty(RuleQueueWithFreeCache,
+			"redeployed with max_num_batched_tokens 32 and max_num_seqs 32: the engine cannot prefill as fast as requests arrive, "+
+				"the queue grows while the cache stays nearly empty; the redeploy that restores the flags drops the queue",
 			RuleQueueWithFreeCache, nil,
 			func(e EngineConfig, _ Load) (*EngineConfig, *Load) {
-				e.MaxNumBatchedTokens = 32
+				e.MaxNumBatchedTokens, e.MaxNumSeqs = 32, 32
 				return &e, nil
 			})
+		return redeployed(sc)
 	},
 	RulePastTheKnee: func() Scenario {
 		return faulty(RulePastTheKnee,
