@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,6 +21,7 @@ import (
 
 	"github.com/seed/vllm-datasource/pkg/plugin"
 	"github.com/seed/vllm-datasource/pkg/sim"
+	"github.com/seed/vllm-datasource/pkg/stack"
 	"github.com/seed/vllm-datasource/pkg/testbed"
 	"github.com/seed/vllm-datasource/pkg/vllm"
 )
@@ -37,9 +38,9 @@ var runStart = time.Now().Add(-runFor - 10*time.Minute).Truncate(time.Minute)
 
 // scenarioRun is one simulated scenario, stored in the shared Prometheus under its own job.
 type scenarioRun struct {
-	name   string
-	job    string
-	result *sim.Result
+	name  string
+	job   string
+	truth []sim.Finding
 }
 
 type bed struct {
@@ -47,11 +48,19 @@ type bed struct {
 	runs map[string]*scenarioRun
 }
 
-// newBed simulates every scenario in both metric generations and loads them into one
-// Prometheus, which lives as long as the test t.
+// newBed simulates every scenario in both metric generations with the vllm-sim command's
+// backfill, as an operator would, and loads them into one Prometheus, which lives as long as
+// the test t. The command is built without the race detector, which would slow the simulation
+// tenfold and test nothing of the plugin.
 func newBed(t *testing.T) *bed {
 	t.Helper()
 	dir := t.TempDir()
+	bin := filepath.Join(dir, "vllm-sim")
+	build := exec.Command("go", "build", "-o", bin, "./pkg/cmd/vllm-sim")
+	build.Dir = stack.RepoRoot()
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "building vllm-sim: %s", out)
+
 	b := &bed{runs: map[string]*scenarioRun{}}
 	type job struct {
 		name string
@@ -69,24 +78,29 @@ func newBed(t *testing.T) *bed {
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, j := range jobs {
 		g.Go(func() error {
-			sc, err := sim.Lookup(j.name)
-			if err != nil {
-				return err
-			}
-			sc.Generation = j.gen
-			res, err := sim.Run(sc, runStart, runFor, scrape, sim.WithoutSpans())
-			if err != nil {
-				return fmt.Errorf("simulating %s: %w", j.name, err)
-			}
-			var buf bytes.Buffer
-			if err := res.WriteOpenMetrics(&buf); err != nil {
-				return err
-			}
 			name := jobOf(j.name, j.gen)
-			text := strings.ReplaceAll(buf.String(), `job="`+sim.Job+`"`, `job="`+name+`"`)
 			files[i] = filepath.Join(dir, name+".om")
-			runs[i] = &scenarioRun{name: j.name, job: name, result: res}
-			return os.WriteFile(files[i], []byte(text), 0o644)
+			truthFile := filepath.Join(dir, name+".truth.json")
+			cmd := exec.Command(bin, "backfill", "--scenario", j.name, "--generation", string(j.gen),
+				"--start", runStart.Format(time.RFC3339), "--duration", runFor.String(), "--scrape-interval", scrape.String(),
+				"--openmetrics", files[i], "--truth", truthFile)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("vllm-sim backfill %s: %v: %s", name, err, out)
+			}
+			run := &scenarioRun{name: j.name, job: name}
+			raw, err := os.ReadFile(truthFile)
+			if err != nil {
+				return err
+			}
+			if err := json.Unmarshal(raw, &run.truth); err != nil {
+				return fmt.Errorf("%s: %w", truthFile, err)
+			}
+			om, err := os.ReadFile(files[i])
+			if err != nil {
+				return err
+			}
+			runs[i] = run
+			return os.WriteFile(files[i], bytes.ReplaceAll(om, []byte(`job="`+sim.Job+`"`), []byte(`job="`+name+`"`)), 0o644)
 		})
 	}
 	require.NoError(t, g.Wait())

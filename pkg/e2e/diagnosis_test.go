@@ -112,7 +112,7 @@ func testDiagnosisMatchesTruth(t *testing.T, b *bed) {
 				require.NoError(t, r.Error)
 				require.Len(t, r.Frames, 1)
 				got := findingsOf(t, r.Frames[0])
-				matched := make([]bool, len(run.result.Truth))
+				matched := make([]bool, len(run.truth))
 				var unexpected []string
 				for _, f := range got {
 					if f.secondaryTo != "" {
@@ -120,7 +120,7 @@ func testDiagnosisMatchesTruth(t *testing.T, b *bed) {
 						continue
 					}
 					hit := false
-					for i, tr := range run.result.Truth {
+					for i, tr := range run.truth {
 						if matches(f, tr, forOf[tr.Rule]) {
 							matched[i], hit = true, true
 						}
@@ -130,7 +130,7 @@ func testDiagnosisMatchesTruth(t *testing.T, b *bed) {
 						tallies[f.rule].fp++
 					}
 				}
-				for i, tr := range run.result.Truth {
+				for i, tr := range run.truth {
 					if matched[i] {
 						tallies[tr.Rule].tp++
 					} else {
@@ -175,8 +175,8 @@ func testAlertSeries(t *testing.T, b *bed) {
 	for _, name := range sim.FaultRules() {
 		run := b.runs[jobOf(name, vllm.GenerationV1)]
 		t.Run(name, func(t *testing.T) {
-			require.NotEmpty(t, run.result.Truth)
-			tr := run.result.Truth[0]
+			require.NotEmpty(t, run.truth)
+			tr := run.truth[0]
 			tp, pc := pluginFor(t, b.prom.URL, map[string]any{"labelMatchers": fmt.Sprintf(`{job=%q}`, run.job)})
 			// An alert rule evaluates the last few minutes: ask for ten minutes inside the fault.
 			to := alertTime(tr)

@@ -149,7 +149,7 @@ func testProvisionedAlertRules(t *testing.T, b *bed) {
 			require.Len(t, q.Rules, 1)
 			run := b.runs[jobOf(q.Rules[0], vllm.GenerationV1)]
 			require.NotNil(t, run, "no scenario for rule %s", q.Rules[0])
-			tr := run.result.Truth[0]
+			tr := run.truth[0]
 			at := alertTime(tr)
 			window := time.Duration(a.RelativeTimeRange.From-a.RelativeTimeRange.To) * time.Second
 			ms, _ := a.Model["intervalMs"].(float64)
