@@ -45,7 +45,22 @@
 //     insufficient_data.
 //   - Baselines are the median of the signal over the Baseline window before the step (for
 //     quantiles, the median of the bucket upper bounds, over steps with enough requests); fewer
-//     than half the window's steps usable gives insufficient_data.
+//     than half the window's steps usable gives insufficient_data. While a run is in progress
+//     (pending or firing, unknown steps included), its later steps are judged against the
+//     baseline of its first step, the hour before the incident began: DESIGN's "the hour before
+//     the evaluated point" read as an alert reads it, since otherwise a fault longer than half
+//     the window becomes its own baseline and the finding ends while the fault goes on. A false
+//     step ends the run, and the next run has the baseline of its own start. Findings show the
+//     baselines they were judged against.
+//   - preemptions_free_cache compares the preemption rate with KV usage averaged over the same
+//     rate window (signal kv_usage_avg), not with the gauge at the step. vLLM preempts only when
+//     a step finds no free block, so at that instant the cache is full; DESIGN §4's "preemptions
+//     while the cache is not full" (--max-num-seqs too high for the KV cache) is a window with
+//     short, frequent exhaustion spikes while the cache is mostly free. kv_cache_saturated keeps
+//     the instantaneous gauge (> 0.85) with many preemptions (> 0.5/s): a cache that stays full.
+//     The two can hold together only if a window averages below 0.9 yet ends above 0.85 with
+//     more than 30 preemptions a minute; both then name the same remedy (lower --max-num-seqs),
+//     and the headline order puts kv_cache_saturated first.
 //   - A rule whose required signal has no series for a key is not_applicable for that key, with
 //     the reason from Set.Absent (speculative decoding off, a vLLM without the histogram).
 //     prefix_cache_miss applies only where vllm:cache_config_info says prefix caching is on.

@@ -87,6 +87,10 @@ type env struct {
 	baseSteps   int
 	baseLabel   string
 	baselines   map[baseKey]*baselineSeries
+	// anchor is the first step of the rule's run in progress, or -1. A run's later steps take
+	// their baselines from the hour before it started, as an alert compares with the time before
+	// the incident: otherwise a long fault becomes, step by step, its own baseline.
+	anchor int
 	// found memoises the key's series by signal: a rule reads a handful of them at every step,
 	// and a linear scan of those beats the set's two map lookups.
 	found []*series.Series
@@ -252,9 +256,18 @@ func (e *env) baselineReason(s series.Signal) string {
 	return fmt.Sprintf("too little %s data in the %s before (baseline)", s, e.baseLabel)
 }
 
+// baseStep is the step whose baseline applies at step i: the run's first step while a run is
+// in progress (see anchor), else i.
+func (e *env) baseStep(i int) int {
+	if e.anchor >= 0 && e.anchor < i {
+		return e.anchor
+	}
+	return i
+}
+
 // baseValue is the baseline median of a signal at step i.
 func (e *env) baseValue(j *judge, s series.Signal, i int) float64 {
-	v := e.baseline(s, false).value[i]
+	v := e.baseline(s, false).value[e.baseStep(i)]
 	if math.IsNaN(v) {
 		j.lack(e.baselineReason(s))
 	}
@@ -263,7 +276,7 @@ func (e *env) baseValue(j *judge, s series.Signal, i int) float64 {
 
 // baseUpper is the upper bound of a quantile's baseline at step i.
 func (e *env) baseUpper(j *judge, s series.Signal, i int) float64 {
-	v := e.baseline(s, true).upper[i]
+	v := e.baseline(s, true).upper[e.baseStep(i)]
 	if math.IsNaN(v) {
 		j.lack(e.baselineReason(s))
 	}

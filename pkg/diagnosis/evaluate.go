@@ -148,7 +148,7 @@ func Evaluate(set *series.Set, opts Options) (Result, error) {
 		for ri := range rules {
 			r := &rules[ri]
 			e := &env{set: set, key: key, rule: r, minRequests: float64(opts.MinRequests),
-				baseSteps: baseSteps, baseLabel: duration(opts.Baseline), baselines: baselines}
+				baseSteps: baseSteps, baseLabel: duration(opts.Baseline), baselines: baselines, anchor: -1}
 			states, outs, spans := evaluateRule(e, g)
 			tl.Rules = append(tl.Rules, RuleStates{Rule: r.ID, States: states[from:]})
 			for _, sev := range r.Severities() {
@@ -193,6 +193,10 @@ func evaluateRule(e *env, g series.Grid) (states []State, outs []outcome, spans 
 		cur = nil
 	}
 	for i := 0; i < g.Len; i++ {
+		e.anchor = -1
+		if cur != nil && g.Time(i).Sub(g.Time(cur.end)) <= r.For+g.Step {
+			e.anchor = cur.start
+		}
 		o := r.eval(e, i)
 		outs[i] = o
 		switch o.v {
@@ -224,6 +228,7 @@ func evaluateRule(e *env, g series.Grid) (states []State, outs []outcome, spans 
 	if cur != nil {
 		end(g.End().Sub(g.Time(cur.end)) <= r.For)
 	}
+	e.anchor = -1
 	return states, outs, spans
 }
 

@@ -572,3 +572,20 @@ func TestRequiredSignalsCoverConditionsEvidenceAndRequestCount(t *testing.T) {
 		t.Errorf("unknown rule id: %v", err)
 	}
 }
+
+func TestFaultLongerThanHalfTheBaselineStaysOneFinding(t *testing.T) {
+	// 50 minutes of a doubled TTFT: after 30 of them a baseline over the hour before each step
+	// would be made of the fault. The run's steps are judged against the hour before it began.
+	const faultSteps = 200
+	set := newSet(baseSteps + faultSteps)
+	scenario(set, keyA, map[series.Signal]sample{series.TTFTP99: qb(3, 2.5, 5), series.PrefillTimeMean: x(2)})
+	fill(set, keyA, series.TTFTP99, baseSteps+faultSteps-20, baseSteps+faultSteps, healthy()[series.TTFTP99])
+	res := evaluate(t, set, Options{Rules: []string{PrefillBound}, EvalFrom: evalFrom})
+	got := findingsOf(res, PrefillBound)
+	if len(got) != 1 {
+		t.Fatalf("want one finding, got %d: %+v", len(got), got)
+	}
+	if want := stepAt(baseSteps + faultSteps - 21); !got[0].Start.Equal(evalFrom) || !got[0].End.Equal(want) {
+		t.Fatalf("finding %s–%s, want %s–%s", got[0].Start, got[0].End, evalFrom, want)
+	}
+}

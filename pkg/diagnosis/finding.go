@@ -104,6 +104,9 @@ const (
 
 func newFinding(e *env, sp span, outs []outcome, opts Options) *Finding {
 	r, g := e.rule, e.set.Grid
+	// The summary and evidence show the baselines the condition was judged against.
+	e.anchor = sp.start
+	defer func() { e.anchor = -1 }()
 	f := &Finding{
 		Rule: r.ID, Key: e.key, Start: g.Time(sp.start), End: g.Time(sp.end), FiringAt: g.Time(sp.firedAt),
 		Active: sp.active, Severity: r.Severity, Cause: r.Cause, Action: r.Action, title: r.Title,
@@ -162,9 +165,9 @@ func evidenceOf(e *env, sp span) Evidence {
 		b := e.baseline(s, q)
 		v := EvidenceValue{Signal: s, Baseline: true}
 		for k, i := range steps {
-			smp := Sample{Value: b.value[i], Lower: math.NaN(), Upper: math.NaN()}
+			smp := Sample{Value: b.value[e.baseStep(i)], Lower: math.NaN(), Upper: math.NaN()}
 			if q {
-				smp.Upper = b.upper[i]
+				smp.Upper = b.upper[e.baseStep(i)]
 			}
 			v.set(k, smp)
 		}

@@ -125,7 +125,7 @@ var matrix = []Rule{
 			// Prompts that grew by the same factor explain a slower prefill under any budget:
 			// that is prefill_bound's "longer prompts", not a starved budget (seed 000: long
 			// prompts should have a proportional TTFT).
-			if pl, base := e.optional(series.PromptLengthMean, i), e.baseline(series.PromptLengthMean, false).value[i]; !math.IsNaN(pl) && !math.IsNaN(base) {
+			if pl, base := e.optional(series.PromptLengthMean, i), e.baseline(series.PromptLengthMean, false).value[e.baseStep(i)]; !math.IsNaN(pl) && !math.IsNaN(base) {
 				j.below(pl, f*base)
 			}
 			kv := e.value(&j, series.KVUsage, i)
@@ -143,7 +143,7 @@ var matrix = []Rule{
 		summary: func(e *env, i int) string {
 			return fmt.Sprintf("TTFT p50 %s (baseline %s), mean prefill %s (baseline %s), mean queue %s, KV usage %s",
 				quantileText(e, series.TTFTP50, i), baselineQuantileText(e, series.TTFTP50, i),
-				seconds(e.optional(series.PrefillTimeMean, i)), seconds(e.baseline(series.PrefillTimeMean, false).value[i]),
+				seconds(e.optional(series.PrefillTimeMean, i)), seconds(e.baseline(series.PrefillTimeMean, false).value[e.baseStep(i)]),
 				seconds(e.optional(series.QueueTimeMean, i)), plain(e.optional(series.KVUsage, i)))
 		},
 	},
@@ -245,25 +245,27 @@ var matrix = []Rule{
 		ID:        PreemptionsFreeCache,
 		Title:     "Preemptions with free KV cache",
 		Symptom:   "requests preempted although the KV cache is not full",
-		condition: "preemptions > {preemptions_per_minute}/min and KV usage < {kv_usage}",
+		condition: "preemptions > {preemptions_per_minute}/min and KV usage averaged over the same window < {kv_usage}",
 		Severity:  Warning,
 		Cause:     "--max-num-seqs is too high for the KV cache: admitted sequences outgrow it as they decode",
 		Action:    "lower --max-num-seqs or --max-model-len",
-		Evidence:  []series.Signal{series.PreemptionRate, series.KVUsage, series.Running},
+		Evidence:  []series.Signal{series.PreemptionRate, series.KVUsageAvg, series.KVUsage, series.Running},
 		Params: []Param{
 			param(preemptionsPerMinParam, 1, "1/min", Rate, "preemptions per minute above this"),
-			param(kvUsageParam, 0.9, "fraction", Fraction, "KV usage below this"),
+			param(kvUsageParam, 0.9, "fraction", Fraction, "KV usage, averaged over the rate window, below this"),
 			forParam(5),
 		},
-		Required: []series.Signal{series.PreemptionRate, series.KVUsage},
+		Required: []series.Signal{series.PreemptionRate, series.KVUsageAvg},
 		eval: func(e *env, i int) outcome {
 			j := newJudge()
+			// vLLM preempts only when a step finds no free block, so at that instant the cache is
+			// full: a rate of preemptions is judged against the cache's usage over the same window.
 			j.above(60*e.value(&j, series.PreemptionRate, i), e.p(preemptionsPerMinParam))
-			j.below(e.value(&j, series.KVUsage, i), e.p(kvUsageParam))
+			j.below(e.value(&j, series.KVUsageAvg, i), e.p(kvUsageParam))
 			return j.outcome(Warning)
 		},
 		summary: func(e *env, i int) string {
-			return fmt.Sprintf("%s preemptions/min at KV usage %s", plain(60*e.optional(series.PreemptionRate, i)), plain(e.optional(series.KVUsage, i)))
+			return fmt.Sprintf("%s preemptions/min at KV usage %s on average over the window", plain(60*e.optional(series.PreemptionRate, i)), plain(e.optional(series.KVUsageAvg, i)))
 		},
 	},
 	{
@@ -400,8 +402,8 @@ var matrix = []Rule{
 				return growthText("TPOT p99", series.TPOTP99, "mean decode", series.DecodeTimeMean)(e, i)
 			}
 			return fmt.Sprintf("mean TPOT %s (baseline %s), mean decode %s (baseline %s)",
-				seconds(e.optional(series.TPOTMean, i)), seconds(e.baseline(series.TPOTMean, false).value[i]),
-				seconds(e.optional(series.DecodeTimeMean, i)), seconds(e.baseline(series.DecodeTimeMean, false).value[i]))
+				seconds(e.optional(series.TPOTMean, i)), seconds(e.baseline(series.TPOTMean, false).value[e.baseStep(i)]),
+				seconds(e.optional(series.DecodeTimeMean, i)), seconds(e.baseline(series.DecodeTimeMean, false).value[e.baseStep(i)]))
 		},
 	},
 }
@@ -465,7 +467,7 @@ func meanTPOTGrowth(e *env, i int) outcome {
 func growthText(qLabel string, q series.Signal, mLabel string, mean series.Signal) func(e *env, i int) string {
 	return func(e *env, i int) string {
 		return fmt.Sprintf("%s %s (baseline %s), %s %s (baseline %s)", qLabel, quantileText(e, q, i), baselineQuantileText(e, q, i),
-			mLabel, seconds(e.optional(mean, i)), seconds(e.baseline(mean, false).value[i]))
+			mLabel, seconds(e.optional(mean, i)), seconds(e.baseline(mean, false).value[e.baseStep(i)]))
 	}
 }
 

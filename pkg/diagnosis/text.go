@@ -103,7 +103,7 @@ func quantileText(e *env, s series.Signal, i int) string {
 }
 
 func baselineQuantileText(e *env, s series.Signal, i int) string {
-	up := e.baseline(s, true).upper[i]
+	up := e.baseline(s, true).upper[e.baseStep(i)]
 	if math.IsNaN(up) {
 		return "unknown"
 	}

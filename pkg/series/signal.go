@@ -25,15 +25,18 @@ const (
 	SpecAcceptanceRate   Signal = "spec_acceptance_rate"
 	SpecAcceptanceLength Signal = "spec_acceptance_length"
 	KVUsage              Signal = "kv_usage"
-	PreemptionRate       Signal = "preemption_rate"
-	Running              Signal = "running"
-	Waiting              Signal = "waiting"
-	WaitingRatio         Signal = "waiting_ratio"
-	WaitingCapacity      Signal = "waiting_capacity"
-	RequestRate          Signal = "request_rate"
-	AbortRatio           Signal = "abort_ratio"
-	PromptTPS            Signal = "prompt_tps"
-	GenerationTPS        Signal = "generation_tps"
+	// KVUsageAvg is KV usage averaged over the rate window: the cache's load over the same
+	// span a rate covers, where the instantaneous gauge shows only the moment of the scrape.
+	KVUsageAvg      Signal = "kv_usage_avg"
+	PreemptionRate  Signal = "preemption_rate"
+	Running         Signal = "running"
+	Waiting         Signal = "waiting"
+	WaitingRatio    Signal = "waiting_ratio"
+	WaitingCapacity Signal = "waiting_capacity"
+	RequestRate     Signal = "request_rate"
+	AbortRatio      Signal = "abort_ratio"
+	PromptTPS       Signal = "prompt_tps"
+	GenerationTPS   Signal = "generation_tps"
 	// RequestCount is the number of requests that got their first token within the rate window
 	// ending at each step: the gate for quantile rules.
 	RequestCount Signal = "request_count"

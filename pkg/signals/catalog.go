@@ -89,6 +89,13 @@ func gauge(agg string, metric string) alt {
 	}}
 }
 
+// gaugeAvg is a gauge averaged over the rate window, the busiest engine's.
+func gaugeAvg(metric string) alt {
+	return alt{needs: []string{metric}, expr: func(b builder) string {
+		return fmt.Sprintf("max by (%s) (avg_over_time(%s[%s]))", b.by(), b.sel(metric), b.window)
+	}}
+}
+
 // windowedLifetimeRatio approximates a ratio over the rate window from a gauge that holds the
 // ratio since the server started (vLLM V0's CacheMetricData) and a counter of its denominator.
 // With r the lifetime ratio and P the counter, the hits so far are about r·P, so the window's
@@ -143,6 +150,10 @@ var Catalog = []Def{
 	{Name: series.KVUsage, Label: "KV cache usage", Unit: "percentunit", Group: groupCache,
 		Description: "Fraction of KV-cache blocks in use; the busiest data-parallel engine counts.",
 		alts:        []alt{gauge("max", vllm.KVCacheUsage), gauge("max", vllm.GPUCacheUsage)}},
+	{Name: series.KVUsageAvg, Label: "KV cache usage (window mean)", Unit: "percentunit", Group: groupCache,
+		Description: "Fraction of KV-cache blocks in use, averaged over the rate window (the busiest data-parallel engine counts): " +
+			"the cache's load over the span a preemption rate covers, where the gauge shows only the scrape's instant.",
+		alts: []alt{gaugeAvg(vllm.KVCacheUsage), gaugeAvg(vllm.GPUCacheUsage)}},
 	{Name: series.PreemptionRate, Label: "Preemptions", Unit: "ops", Group: groupCache,
 		Description: "Preemptions per second: requests evicted from the KV cache and recomputed later.",
 		alts:        []alt{rateOf(vllm.Preemptions)}},
