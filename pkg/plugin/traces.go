@@ -9,6 +9,8 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend/httpclient"
 
 	"github.com/seed/vllm-datasource/pkg/traces"
+	"github.com/seed/vllm-datasource/pkg/traces/jaeger"
+	"github.com/seed/vllm-datasource/pkg/traces/tempo"
 )
 
 // errNoTraces answers the queries that need spans when no trace backend is configured.
@@ -40,9 +42,9 @@ func newTracesSource(s Settings) (traces.Source, error) {
 		ModelAttribute:    s.SpanModelAttribute,
 	}
 	if s.TracesBackend == TracesTempo {
-		return traces.NewTempo(client, s.TracesURL, to)
+		return tempo.New(client, s.TracesURL, to)
 	}
-	return traces.NewJaeger(client, s.TracesURL, to)
+	return jaeger.New(client, s.TracesURL, to)
 }
 
 // tracesError answers a query whose trace backend call failed: the backend's own failures are

@@ -25,6 +25,7 @@ import (
 	"github.com/seed/vllm-datasource/pkg/sim"
 	"github.com/seed/vllm-datasource/pkg/testbed"
 	"github.com/seed/vllm-datasource/pkg/traces"
+	"github.com/seed/vllm-datasource/pkg/traces/jaeger"
 	"github.com/seed/vllm-datasource/pkg/vllm"
 )
 
@@ -147,7 +148,7 @@ func (b *traceBed) sendSpan(t *testing.T, service, name string, at time.Time, at
 // OTLP receiver batches before storing.
 func (b *traceBed) waitForSpans(t *testing.T) {
 	t.Helper()
-	src, err := traces.NewJaeger(http.DefaultClient, b.jaeger.QueryURL, traces.Options{})
+	src, err := jaeger.New(http.DefaultClient, b.jaeger.QueryURL, traces.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

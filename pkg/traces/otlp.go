@@ -9,7 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seed/vllm-datasource/pkg/traces/internal/clip"
 	"github.com/seed/vllm-datasource/pkg/vllm"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 )
@@ -20,10 +22,10 @@ import (
 func NormalizeTraceID(id string) (string, error) {
 	s := strings.ToLower(strings.TrimSpace(id))
 	if s == "" || len(s) > 32 {
-		return "", fmt.Errorf("%w %q: want 1 to 32 hexadecimal digits", ErrInvalidTraceID, clip(id, 64))
+		return "", fmt.Errorf("%w %q: want 1 to 32 hexadecimal digits", ErrInvalidTraceID, clip.To(id, 64))
 	}
 	if _, err := hex.DecodeString(strings.Repeat("0", len(s)%2) + s); err != nil {
-		return "", fmt.Errorf("%w %q: want hexadecimal digits only", ErrInvalidTraceID, clip(id, 64))
+		return "", fmt.Errorf("%w %q: want hexadecimal digits only", ErrInvalidTraceID, clip.To(id, 64))
 	}
 	if strings.Trim(s, "0") == "" {
 		return "", fmt.Errorf("%w %q: an all-zero id is not a trace", ErrInvalidTraceID, id)
@@ -104,8 +106,8 @@ func isHex(c byte) bool {
 
 var otlpJSON = protojson.UnmarshalOptions{DiscardUnknown: true}
 
-// decodeTracesData decodes OTLP JSON with ids in hex or base64.
-func decodeTracesData(b []byte) (*tracepb.TracesData, error) {
+// DecodeTracesData decodes OTLP JSON with ids in hex or base64.
+func DecodeTracesData(b []byte) (*tracepb.TracesData, error) {
 	td := &tracepb.TracesData{}
 	if err := otlpJSON.Unmarshal(hexIDsToBase64(b), td); err != nil {
 		return nil, err
@@ -113,17 +115,30 @@ func decodeTracesData(b []byte) (*tracepb.TracesData, error) {
 	return td, nil
 }
 
-// walkStats counts what a walk over OTLP spans left out.
-type walkStats struct {
-	// spansSkipped counts spans beyond Options.MaxSpansPerTrace of their trace.
-	spansSkipped int
+// DecodeAnyValue decodes one OTLP attribute value written in OTLP JSON.
+func DecodeAnyValue(b []byte) (*commonpb.AnyValue, error) {
+	v := &commonpb.AnyValue{}
+	if err := otlpJSON.Unmarshal(b, v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// WalkStats counts what walks over OTLP spans saw and left out; one value may add up several
+// walks (the chunks of one answer).
+type WalkStats struct {
+	// SpansSkipped counts spans beyond Options.MaxSpansPerTrace of their trace.
+	SpansSkipped int
 	// perTrace counts the spans seen of each trace.
 	perTrace map[string]int
 }
 
-// requests returns the vLLM spans of td: the configured span name in a resource of the
+// Traces is the number of traces seen.
+func (st *WalkStats) Traces() int { return len(st.perTrace) }
+
+// Requests returns the vLLM spans of td: the configured span name in a resource of the
 // configured service. At most MaxSpansPerTrace spans of each trace are looked at.
-func (o Options) requests(td *tracepb.TracesData, st *walkStats) []Request {
+func (o Options) Requests(td *tracepb.TracesData, st *WalkStats) []Request {
 	if st.perTrace == nil {
 		st.perTrace = map[string]int{}
 	}
@@ -136,18 +151,19 @@ func (o Options) requests(td *tracepb.TracesData, st *walkStats) []Request {
 				tid := hex.EncodeToString(sp.GetTraceId())
 				st.perTrace[tid]++
 				if st.perTrace[tid] > o.MaxSpansPerTrace {
-					st.spansSkipped++
+					st.SpansSkipped++
 					continue
 				}
 				if service != o.ServiceName || sp.GetName() != o.SpanName {
 					continue
 				}
-				out = append(out, o.newRequest(spanData{
-					traceID: padHex(tid, 32),
-					spanID:  padHex(hex.EncodeToString(sp.GetSpanId()), 16),
-					start:   unixNano(sp.GetStartTimeUnixNano()),
-					end:     unixNano(sp.GetEndTimeUnixNano()),
-					attrs:   attrs{span: sp.GetAttributes(), resource: resAttrs},
+				out = append(out, o.NewRequest(Span{
+					TraceID:    tid,
+					SpanID:     hex.EncodeToString(sp.GetSpanId()),
+					Start:      unixNano(sp.GetStartTimeUnixNano()),
+					End:        unixNano(sp.GetEndTimeUnixNano()),
+					Attributes: sp.GetAttributes(),
+					Resource:   resAttrs,
 				}))
 			}
 		}
@@ -162,11 +178,4 @@ func unixNano(ns uint64) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, int64(ns)).UTC()
-}
-
-func clip(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "..."
-	}
-	return s
 }

@@ -1,6 +1,7 @@
-// Package traces reads vLLM request spans (one `llm_request` span per finished request) from
-// a trace backend, Tempo or Jaeger v2, into one Request model. Both backends answer in OTLP
-// JSON, decoded with the OTLP protobuf types.
+// Package traces is the model of vLLM requests read from their spans (one `llm_request` span
+// per finished request): the Request, the Source interface that trace backends implement, and
+// the decoding of OTLP JSON, in which both backends answer, into Requests. It does no I/O: the
+// HTTP sources are its subpackages tempo (Grafana Tempo) and jaeger (Jaeger v2).
 //
 // A Request carries what its span carries and no more: latency attributes a span lacks are
 // NaN and absent from Request.Present, so a caller can show what there is and say what is
@@ -46,7 +47,8 @@ const (
 // Has reports whether f is in the set.
 func (s Fields) Has(f Field) bool { return s&(1<<f) != 0 }
 
-func (s *Fields) add(f Field) { *s |= 1 << f }
+// Add puts f in the set.
+func (s *Fields) Add(f Field) { *s |= 1 << f }
 
 var fieldNames = map[Field]string{
 	FieldQueue: "queue", FieldPrefill: "prefill", FieldDecode: "decode", FieldInference: "inference",
@@ -143,7 +145,8 @@ const (
 	DefaultLimit            = 100
 )
 
-func (o Options) withDefaults() Options {
+// WithDefaults returns o with every unset option at its default.
+func (o Options) WithDefaults() Options {
 	if o.ServiceName == "" {
 		o.ServiceName = vllm.DefaultServiceName
 	}
@@ -171,9 +174,9 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Attributes that give the port of the serving process, for the host.name fallback of the
+// PortAttributes give the port of the serving process, for the host.name fallback of the
 // instance (the current semantic-convention name first).
-var portAttributes = []string{"server.port", "net.host.port"}
+var PortAttributes = []string{"server.port", "net.host.port"}
 
 // attrs looks attributes up in the span first, then in its resource.
 type attrs struct {
@@ -244,19 +247,23 @@ func valueString(v *commonpb.AnyValue) string {
 	return ""
 }
 
-// spanData is what both backends give about one span before its attributes are read.
-type spanData struct {
-	traceID, spanID string
-	start, end      time.Time
-	attrs           attrs
+// Span is what a backend gives about one span before its attributes are read.
+type Span struct {
+	// TraceID and SpanID are hex, with or without the leading zeros that NewRequest restores.
+	TraceID, SpanID string
+	Start, End      time.Time
+	// Attributes are the span's own; Resource those of its resource, looked up after them.
+	Attributes, Resource []*commonpb.KeyValue
 }
 
-// newRequest reads a Request from a span's attributes.
-func (o Options) newRequest(s spanData) Request {
+// NewRequest reads a Request from a span, with the options' attribute names (see
+// WithDefaults).
+func (o Options) NewRequest(sp Span) Request {
+	a := attrs{span: sp.Attributes, resource: sp.Resource}
 	r := Request{
-		TraceID: s.traceID, SpanID: s.spanID, Start: s.start, End: s.end,
-		Service:   s.attrs.str(vllm.ResourceServiceName),
-		RequestID: s.attrs.str(vllm.AttrRequestID),
+		TraceID: padHex(sp.TraceID, 32), SpanID: padHex(sp.SpanID, 16), Start: sp.Start, End: sp.End,
+		Service:   a.str(vllm.ResourceServiceName),
+		RequestID: a.str(vllm.AttrRequestID),
 	}
 	floats := []struct {
 		key string
@@ -275,9 +282,9 @@ func (o Options) newRequest(s spanData) Request {
 	}
 	for _, fl := range floats {
 		*fl.dst = math.NaN()
-		if v, ok := s.attrs.float(fl.key); ok {
+		if v, ok := a.float(fl.key); ok {
 			*fl.dst = v
-			r.Present.add(fl.f)
+			r.Present.Add(fl.f)
 		}
 	}
 	ints := []struct {
@@ -291,25 +298,25 @@ func (o Options) newRequest(s spanData) Request {
 		{vllm.AttrMaxTokens, FieldMaxTokens, &r.MaxTokens},
 	}
 	for _, in := range ints {
-		if v, ok := s.attrs.int(in.key); ok {
+		if v, ok := a.int(in.key); ok {
 			*in.dst = v
-			r.Present.add(in.f)
+			r.Present.Add(in.f)
 		}
 	}
-	if v, ok := s.attrs.float(vllm.AttrTemperature); ok {
+	if v, ok := a.float(vllm.AttrTemperature); ok {
 		r.Temperature = v
-		r.Present.add(FieldTemperature)
+		r.Present.Add(FieldTemperature)
 	}
-	if v, ok := s.attrs.float(vllm.AttrTopP); ok {
+	if v, ok := a.float(vllm.AttrTopP); ok {
 		r.TopP = v
-		r.Present.add(FieldTopP)
+		r.Present.Add(FieldTopP)
 	}
-	r.FinishReason = s.attrs.str(vllm.AttrFinishReason)
-	r.Model = s.attrs.str(o.ModelAttribute)
+	r.FinishReason = a.str(vllm.AttrFinishReason)
+	r.Model = a.str(o.ModelAttribute)
 	if r.Model == "" {
-		r.Model = s.attrs.str(vllm.AttrResponseModel)
+		r.Model = a.str(vllm.AttrResponseModel)
 	}
-	r.Instance = o.instance(s.attrs)
+	r.Instance = o.instance(a)
 	return r
 }
 
@@ -321,7 +328,7 @@ func (o Options) instance(a attrs) string {
 	if host == "" {
 		return ""
 	}
-	for _, k := range portAttributes {
+	for _, k := range PortAttributes {
 		if p := a.str(k); p != "" {
 			return host + ":" + p
 		}

@@ -58,12 +58,12 @@ func TestNormalizeTraceID(t *testing.T) {
 }
 
 func TestNewRequestReadsCurrentV1Span(t *testing.T) {
-	o := Options{}.withDefaults()
-	r := o.newRequest(spanData{attrs: attrs{span: []*commonpb.KeyValue{
+	o := Options{}.WithDefaults()
+	r := o.NewRequest(Span{Attributes: []*commonpb.KeyValue{
 		kv(vllm.AttrQueue, 0.1), kv(vllm.AttrPrefill, 0.2), kv(vllm.AttrDecode, 0.3), kv(vllm.AttrInference, 0.5),
 		kv(vllm.AttrTTFT, 0.31), kv(vllm.AttrE2E, 0.62), kv(vllm.AttrPromptTokens, 120), kv(vllm.AttrOutputTokens, 30),
 		kv(vllm.AttrRequestID, "chatcmpl-1"), kv(vllm.AttrFinishReason, []string{"stop"}),
-	}, resource: []*commonpb.KeyValue{kv(vllm.ResourceServiceName, "vllm")}}})
+	}, Resource: []*commonpb.KeyValue{kv(vllm.ResourceServiceName, "vllm")}})
 	got := []float64{r.Queue, r.Prefill, r.Decode, r.Inference, r.TTFT, r.E2E}
 	if want := []float64{0.1, 0.2, 0.3, 0.5, 0.31, 0.62}; !slices.Equal(got, want) {
 		t.Errorf("stages = %v, want %v", got, want)
@@ -85,11 +85,11 @@ func TestNewRequestReadsCurrentV1Span(t *testing.T) {
 }
 
 func TestNewRequestReadsV0Span(t *testing.T) {
-	o := Options{}.withDefaults()
-	r := o.newRequest(spanData{attrs: attrs{span: []*commonpb.KeyValue{
+	o := Options{}.WithDefaults()
+	r := o.NewRequest(Span{Attributes: []*commonpb.KeyValue{
 		kv(vllm.AttrResponseModel, "facebook/opt-125m"), kv(vllm.AttrQueue, 0.05), kv(vllm.AttrTTFT, 0.4), kv(vllm.AttrE2E, 2.0),
 		kv(vllm.AttrTimeInScheduler, 0.01), kv(vllm.AttrTimeInForward, 1.5), kv(vllm.AttrTimeInExecute, 1.6),
-	}}})
+	}})
 	if !r.IsV0() {
 		t.Fatal("IsV0 = false for a span with V0 timings and no prefill/decode")
 	}
@@ -105,9 +105,9 @@ func TestNewRequestReadsV0Span(t *testing.T) {
 }
 
 func TestNewRequestReportsMissingLatencies(t *testing.T) {
-	r := Options{}.withDefaults().newRequest(spanData{attrs: attrs{span: []*commonpb.KeyValue{
+	r := Options{}.WithDefaults().NewRequest(Span{Attributes: []*commonpb.KeyValue{
 		kv(vllm.AttrRequestID, "cmpl-1"), kv(vllm.AttrTTFT, 0.5),
-	}}})
+	}})
 	want := []string{"queue", "prefill", "decode", "inference", "e2e"}
 	if !slices.Equal(r.Missing(), want) {
 		t.Errorf("Missing = %v, want %v", r.Missing(), want)
@@ -118,16 +118,16 @@ func TestNewRequestReportsMissingLatencies(t *testing.T) {
 }
 
 func TestNewRequestTreatsZeroAsPresent(t *testing.T) {
-	r := Options{}.withDefaults().newRequest(spanData{attrs: attrs{span: []*commonpb.KeyValue{kv(vllm.AttrQueue, 0.0)}}})
+	r := Options{}.WithDefaults().NewRequest(Span{Attributes: []*commonpb.KeyValue{kv(vllm.AttrQueue, 0.0)}})
 	if !r.Present.Has(FieldQueue) || r.Queue != 0 {
 		t.Errorf("queue 0 read as present=%v value=%v", r.Present.Has(FieldQueue), r.Queue)
 	}
 }
 
 func TestNewRequestAcceptsNumbersOfEitherType(t *testing.T) {
-	r := Options{}.withDefaults().newRequest(spanData{attrs: attrs{span: []*commonpb.KeyValue{
+	r := Options{}.WithDefaults().NewRequest(Span{Attributes: []*commonpb.KeyValue{
 		kv(vllm.AttrE2E, 2), kv(vllm.AttrPromptTokens, 64.0), kv(vllm.AttrTemperature, 1),
-	}}})
+	}})
 	if r.E2E != 2 || r.PromptTokens != 64 || r.Temperature != 1 || !r.Present.Has(FieldTemperature) {
 		t.Errorf("request = %+v", r)
 	}
@@ -155,7 +155,7 @@ func TestNewRequestInstanceAndModel(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := tt.opts.withDefaults().newRequest(spanData{attrs: attrs{span: tt.span, resource: tt.resource}})
+			r := tt.opts.WithDefaults().NewRequest(Span{Attributes: tt.span, Resource: tt.resource})
 			if r.Instance != tt.wantInstance || r.Model != tt.wantMd {
 				t.Errorf("instance, model = %q, %q; want %q, %q", r.Instance, r.Model, tt.wantInstance, tt.wantMd)
 			}
@@ -195,7 +195,7 @@ func TestQueryKeep(t *testing.T) {
 }
 
 func TestValidateRejectsBadQueries(t *testing.T) {
-	o := Options{}.withDefaults()
+	o := Options{}.WithDefaults()
 	t0 := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name string
@@ -209,18 +209,18 @@ func TestValidateRejectsBadQueries(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := o.validate(tt.q); !errors.Is(err, ErrInvalidQuery) {
-				t.Errorf("validate = %v, want ErrInvalidQuery", err)
+			if _, err := o.Validate(tt.q); !errors.Is(err, ErrInvalidQuery) {
+				t.Errorf("Validate = %v, want ErrInvalidQuery", err)
 			}
 		})
 	}
 }
 
 func TestValidateBoundsTheLimit(t *testing.T) {
-	o := Options{MaxLimit: 50}.withDefaults()
+	o := Options{MaxLimit: 50}.WithDefaults()
 	t0 := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
 	for _, tt := range []struct{ in, want int }{{0, 50}, {10, 10}, {5000, 50}} {
-		q, err := o.validate(Query{From: t0, To: t0.Add(time.Hour), Limit: tt.in})
+		q, err := o.Validate(Query{From: t0, To: t0.Add(time.Hour), Limit: tt.in})
 		if err != nil || q.Limit != tt.want {
 			t.Errorf("limit %d -> %d, %v; want %d", tt.in, q.Limit, err, tt.want)
 		}

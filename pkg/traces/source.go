@@ -2,14 +2,9 @@ package traces
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"math"
-	"net/http"
-	"net/url"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -66,8 +61,8 @@ type Health struct {
 	Message string
 }
 
-// validate checks a query and fills its defaults from the options.
-func (o Options) validate(q Query) (Query, error) {
+// Validate checks a query and fills its defaults from the options (see WithDefaults).
+func (o Options) Validate(q Query) (Query, error) {
 	if q.From.IsZero() || q.To.IsZero() {
 		return q, fmt.Errorf("%w: the time range needs a start and an end", ErrInvalidQuery)
 	}
@@ -111,8 +106,9 @@ func (q Query) keep(r Request) bool {
 	return true
 }
 
-// finish filters, orders newest first and bounds the requests, and counts incomplete ones.
-func (q Query) finish(reqs []Request, info *SearchInfo) []Request {
+// Finish filters, orders newest first and bounds a validated query's requests, and counts
+// incomplete ones in info. It reuses the array of reqs.
+func (q Query) Finish(reqs []Request, info *SearchInfo) []Request {
 	out := reqs[:0]
 	for _, r := range reqs {
 		if q.keep(r) {
@@ -131,135 +127,15 @@ func (q Query) finish(reqs []Request, info *SearchInfo) []Request {
 	return out
 }
 
-// pick returns the earliest vLLM request of a trace, or ErrNotVLLM.
-func (o Options) pick(traceID string, reqs []Request, st walkStats) (Request, error) {
+// Pick returns the earliest of a trace's vLLM requests, or ErrNotVLLM naming the spans left
+// unread (st) when there is none.
+func (o Options) Pick(traceID string, reqs []Request, st WalkStats) (Request, error) {
 	if len(reqs) == 0 {
 		err := fmt.Errorf("%w: trace %s has no span %q of service %q", ErrNotVLLM, traceID, o.SpanName, o.ServiceName)
-		if st.spansSkipped > 0 {
-			err = fmt.Errorf("%w among its first %d spans (%d more not read)", err, o.MaxSpansPerTrace, st.spansSkipped)
+		if st.SpansSkipped > 0 {
+			err = fmt.Errorf("%w among its first %d spans (%d more not read)", err, o.MaxSpansPerTrace, st.SpansSkipped)
 		}
 		return Request{}, err
 	}
 	return slices.MinFunc(reqs, func(a, b Request) int { return a.Start.Compare(b.Start) }), nil
-}
-
-// backend is the HTTP side that Tempo and Jaeger share.
-type backend struct {
-	name   string
-	base   *url.URL
-	client *http.Client
-	opts   Options
-}
-
-func newBackend(name string, client *http.Client, baseURL string, opts Options) (backend, error) {
-	u, err := url.Parse(strings.TrimSpace(baseURL))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return backend{}, fmt.Errorf("%s URL %q is not an http(s) URL with a host", name, clip(baseURL, 200))
-	}
-	if client == nil {
-		return backend{}, fmt.Errorf("%s: no HTTP client", name)
-	}
-	return backend{name: name, base: u, client: client, opts: opts.withDefaults()}, nil
-}
-
-func (b backend) fail(status int, msg string, err error) *DownstreamError {
-	return &DownstreamError{Backend: b.name, URL: b.base.Redacted(), Status: status, Msg: msg, Err: err}
-}
-
-// get sends a GET and reads the whole answer, at most MaxBodyBytes of it. Transport failures,
-// timeouts, truncated and oversized answers are DownstreamErrors; the status is left to the
-// caller, since 400 and 404 mean different things per endpoint.
-func (b backend) get(ctx context.Context, path string, params url.Values) (int, []byte, error) {
-	u := *b.base
-	u.Path = strings.TrimSuffix(u.Path, "/") + path
-	u.RawQuery = params.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return 0, nil, b.fail(0, "request could not be built", err)
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := b.client.Do(req)
-	if err != nil {
-		return 0, nil, b.fail(0, transportMessage(ctx, err), stripURL(err))
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, b.opts.MaxBodyBytes+1))
-	if err != nil {
-		return resp.StatusCode, nil, b.fail(resp.StatusCode, "answer was cut short", stripURL(err))
-	}
-	if int64(len(body)) > b.opts.MaxBodyBytes {
-		return resp.StatusCode, nil, b.fail(resp.StatusCode, fmt.Sprintf(
-			"answer is larger than the %s limit: narrow the time range or lower the limit", byteSize(b.opts.MaxBodyBytes)), nil)
-	}
-	return resp.StatusCode, body, nil
-}
-
-func byteSize(n int64) string {
-	if n >= 1<<20 && n%(1<<20) == 0 {
-		return fmt.Sprintf("%d MiB", n>>20)
-	}
-	return fmt.Sprintf("%d bytes", n)
-}
-
-func transportMessage(ctx context.Context, err error) string {
-	switch {
-	case errors.Is(ctx.Err(), context.Canceled):
-		return "request was canceled"
-	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return "did not answer in time"
-	}
-	var ne interface{ Timeout() bool }
-	if errors.As(err, &ne) && ne.Timeout() {
-		return "did not answer in time"
-	}
-	return "could not be reached: check tracesUrl and that the server is running"
-}
-
-// stripURL drops the URL that net/http puts in its errors: the error already names the
-// redacted base URL, and the query string adds nothing a user can act on.
-func stripURL(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
-}
-
-// statusError explains an unexpected status.
-func (b backend) statusError(status int, detail string) *DownstreamError {
-	var msg string
-	switch {
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		msg = "refused the credentials: check the traces basic auth user and password or bearer token"
-	case status == http.StatusNotFound:
-		msg = fmt.Sprintf("has no such API path: check that tracesUrl points at %s itself", b.name)
-	case status == http.StatusTooManyRequests:
-		msg = "is rate limiting: try again later or lower the limit"
-	case status >= 500:
-		msg = "failed"
-	default:
-		msg = "rejected the request"
-	}
-	if d := strings.TrimSpace(detail); d != "" {
-		msg += ": " + clip(d, 300)
-	}
-	return b.fail(status, msg, nil)
-}
-
-// checkWindow is the range Check looks for vLLM spans in.
-const checkWindow = time.Hour
-
-func (b backend) health(ctx context.Context, s Source) (Health, error) {
-	now := time.Now()
-	reqs, _, err := s.Search(ctx, Query{From: now.Add(-checkWindow), To: now, Limit: 1})
-	if err != nil {
-		return Health{}, err
-	}
-	if len(reqs) == 0 {
-		return Health{Message: fmt.Sprintf("%s at %s answers, but has no span %q of service %q in the last hour: "+
-			"check that vLLM runs with --otlp-traces-endpoint and OTEL_SERVICE_NAME=%s, and the service and span name settings",
-			b.name, b.base.Redacted(), b.opts.SpanName, b.opts.ServiceName, b.opts.ServiceName)}, nil
-	}
-	return Health{VLLMSpans: true, Message: fmt.Sprintf("%s at %s answers, with vLLM spans (service %q, span %q) in the last hour",
-		b.name, b.base.Redacted(), b.opts.ServiceName, b.opts.SpanName)}, nil
 }

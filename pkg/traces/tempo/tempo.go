@@ -1,4 +1,5 @@
-package traces
+// Package tempo is the traces.Source of Grafana Tempo, over its HTTP API.
+package tempo
 
 import (
 	"context"
@@ -12,64 +13,66 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seed/vllm-datasource/pkg/traces"
+	"github.com/seed/vllm-datasource/pkg/traces/internal/httpbackend"
 	"github.com/seed/vllm-datasource/pkg/vllm"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 )
 
-// Tempo reads vLLM requests from Grafana Tempo.
+// Source reads vLLM requests from Grafana Tempo.
 //
 // Search sends one TraceQL query whose select() asks for every vLLM attribute, so the search
 // answer itself carries whole requests: one request per search instead of one per trace
 // found, and no trace bodies (whose size a gateway's spans can inflate) to read. The hint
 // with(most_recent=true) makes the limit keep the newest traces, not the first found.
-type Tempo struct {
-	backend
+type Source struct {
+	b httpbackend.Backend
 }
 
-// NewTempo returns a Tempo source at baseURL (the Tempo query frontend, or Grafana Cloud's
-// Tempo endpoint) that sends its requests through client, which carries auth and timeouts.
-func NewTempo(client *http.Client, baseURL string, opts Options) (*Tempo, error) {
-	b, err := newBackend("Tempo", client, baseURL, opts)
+// New returns a Tempo source at baseURL (the Tempo query frontend, or Grafana Cloud's Tempo
+// endpoint) that sends its requests through client, which carries auth and timeouts.
+func New(client *http.Client, baseURL string, opts traces.Options) (*Source, error) {
+	b, err := httpbackend.New("Tempo", client, baseURL, opts)
 	if err != nil {
 		return nil, err
 	}
-	return &Tempo{b}, nil
+	return &Source{b}, nil
 }
 
 // tempoSpansPerSpanSet is the spss of a search: how many matching spans of one trace come
 // back. A trace holds more than one vLLM span only when a gateway calls vLLM several times.
 const tempoSpansPerSpanSet = 100
 
-// Search implements Source.
-func (t *Tempo) Search(ctx context.Context, q Query) ([]Request, SearchInfo, error) {
-	q, err := t.opts.validate(q)
+// Search implements traces.Source.
+func (t *Source) Search(ctx context.Context, q traces.Query) ([]traces.Request, traces.SearchInfo, error) {
+	q, err := t.b.Opts.Validate(q)
 	if err != nil {
-		return nil, SearchInfo{}, err
+		return nil, traces.SearchInfo{}, err
 	}
 	tql := t.traceQL(q)
-	info := SearchInfo{Query: tql}
+	info := traces.SearchInfo{Query: tql}
 	params := url.Values{
 		"q":     {tql},
 		"start": {strconv.FormatInt(q.From.Unix(), 10)},
 		// Tempo's end is whole seconds: round up so the range's last second is searched.
 		"end":   {strconv.FormatInt(q.To.Add(time.Second-1).Unix(), 10)},
 		"limit": {strconv.Itoa(q.Limit)},
-		"spss":  {strconv.Itoa(min(tempoSpansPerSpanSet, t.opts.MaxSpansPerTrace))},
+		"spss":  {strconv.Itoa(min(tempoSpansPerSpanSet, t.b.Opts.MaxSpansPerTrace))},
 	}
-	status, body, err := t.get(ctx, "/api/search", params)
+	status, body, err := t.b.Get(ctx, "/api/search", params)
 	if err != nil {
 		return nil, info, err
 	}
 	if status != http.StatusOK {
 		if status == http.StatusBadRequest {
-			return nil, info, t.fail(status, "rejected the TraceQL query "+tql+
-				" (select() needs Tempo 2.2, most_recent 2.8): "+clip(strings.TrimSpace(string(body)), 300), nil)
+			return nil, info, t.b.Fail(status, "rejected the TraceQL query "+tql+
+				" (select() needs Tempo 2.2, most_recent 2.8): "+httpbackend.Detail(string(body)), nil)
 		}
-		return nil, info, t.statusError(status, string(body))
+		return nil, info, t.b.StatusError(status, string(body))
 	}
 	var resp tempoSearchResponse
 	if err := json.Unmarshal(body, &resp); err != nil {
-		return nil, info, t.fail(status, "answered with something other than Tempo's search JSON", err)
+		return nil, info, t.b.Fail(status, "answered with something other than Tempo's search JSON", err)
 	}
 	info.Traces = len(resp.Traces)
 	info.Truncated = len(resp.Traces) >= q.Limit
@@ -77,55 +80,56 @@ func (t *Tempo) Search(ctx context.Context, q Query) ([]Request, SearchInfo, err
 	if err != nil {
 		return nil, info, err
 	}
-	return q.finish(reqs, &info), info, nil
+	return q.Finish(reqs, &info), info, nil
 }
 
-// Get implements Source.
-func (t *Tempo) Get(ctx context.Context, traceID string) (Request, error) {
-	id, err := NormalizeTraceID(traceID)
+// Get implements traces.Source.
+func (t *Source) Get(ctx context.Context, traceID string) (traces.Request, error) {
+	id, err := traces.NormalizeTraceID(traceID)
 	if err != nil {
-		return Request{}, err
+		return traces.Request{}, err
 	}
-	status, body, err := t.get(ctx, "/api/v2/traces/"+id, nil)
+	status, body, err := t.b.Get(ctx, "/api/v2/traces/"+id, nil)
 	if err != nil {
-		return Request{}, err
+		return traces.Request{}, err
 	}
 	switch status {
 	case http.StatusOK:
 	case http.StatusNotFound:
-		return Request{}, fmt.Errorf("%w: Tempo has no trace %s", ErrNotFound, id)
+		return traces.Request{}, fmt.Errorf("%w: Tempo has no trace %s", traces.ErrNotFound, id)
 	case http.StatusBadRequest:
-		return Request{}, fmt.Errorf("%w %s: Tempo says %s", ErrInvalidTraceID, id, clip(strings.TrimSpace(string(body)), 300))
+		return traces.Request{}, fmt.Errorf("%w %s: Tempo says %s", traces.ErrInvalidTraceID, id, httpbackend.Detail(string(body)))
 	default:
-		return Request{}, t.statusError(status, string(body))
+		return traces.Request{}, t.b.StatusError(status, string(body))
 	}
 	var resp struct {
 		Trace json.RawMessage `json:"trace"`
 	}
 	if err := json.Unmarshal(body, &resp); err != nil {
-		return Request{}, t.fail(status, "answered with something other than a trace in OTLP JSON", err)
+		return traces.Request{}, t.b.Fail(status, "answered with something other than a trace in OTLP JSON", err)
 	}
 	// Tempo answers an unknown id with 200 and an empty trace.
 	if len(resp.Trace) == 0 || string(resp.Trace) == "null" || string(resp.Trace) == "{}" {
-		return Request{}, fmt.Errorf("%w: Tempo has no trace %s", ErrNotFound, id)
+		return traces.Request{}, fmt.Errorf("%w: Tempo has no trace %s", traces.ErrNotFound, id)
 	}
-	td, err := decodeTracesData(resp.Trace)
+	td, err := traces.DecodeTracesData(resp.Trace)
 	if err != nil {
-		return Request{}, t.fail(status, "answered with a trace that is not valid OTLP JSON", err)
+		return traces.Request{}, t.b.Fail(status, "answered with a trace that is not valid OTLP JSON", err)
 	}
 	if len(td.GetResourceSpans()) == 0 {
-		return Request{}, fmt.Errorf("%w: Tempo has no trace %s", ErrNotFound, id)
+		return traces.Request{}, fmt.Errorf("%w: Tempo has no trace %s", traces.ErrNotFound, id)
 	}
-	var st walkStats
-	return t.opts.pick(id, t.opts.requests(td, &st), st)
+	var st traces.WalkStats
+	reqs := t.b.Opts.Requests(td, &st)
+	return t.b.Opts.Pick(id, reqs, st)
 }
 
-// Check implements Source.
-func (t *Tempo) Check(ctx context.Context) (Health, error) { return t.health(ctx, t) }
+// Check implements traces.Source.
+func (t *Source) Check(ctx context.Context) (traces.Health, error) { return t.b.Health(ctx, t) }
 
 // traceQL writes the search. Values from users are quoted; the TTFT threshold is written as
 // a float, since TraceQL is typed and `> 1` never matches a float attribute.
-func (t *Tempo) traceQL(q Query) string {
+func (t *Source) traceQL(q traces.Query) string {
 	conds := []string{
 		"resource.service.name = " + strconv.Quote(q.Service),
 		"name = " + strconv.Quote(q.SpanName),
@@ -137,7 +141,7 @@ func (t *Tempo) traceQL(q Query) string {
 }
 
 // selected lists the attributes a search asks Tempo to return with each span.
-func (t *Tempo) selected() []string {
+func (t *Source) selected() []string {
 	var sel []string
 	seen := map[string]bool{}
 	add := func(ref string) {
@@ -157,7 +161,7 @@ func (t *Tempo) selected() []string {
 	}
 	add("resource." + vllm.ResourceServiceName)
 	add("resource." + vllm.ResourceHostName)
-	for _, k := range append([]string{t.opts.InstanceAttribute, t.opts.ModelAttribute}, portAttributes...) {
+	for _, k := range append([]string{t.b.Opts.InstanceAttribute, t.b.Opts.ModelAttribute}, traces.PortAttributes...) {
 		add("span." + traceQLAttr(k))
 		add("resource." + traceQLAttr(k))
 	}
@@ -206,12 +210,12 @@ type tempoSpanSet struct {
 
 // searchRequests reads the spans of a search answer. Tempo drops leading zeros of trace ids,
 // so they are padded back; the service comes from the query when Tempo leaves it out.
-func (t *Tempo) searchRequests(resp tempoSearchResponse, q Query, info *SearchInfo) ([]Request, error) {
-	var out []Request
+func (t *Source) searchRequests(resp tempoSearchResponse, q traces.Query, info *traces.SearchInfo) ([]traces.Request, error) {
+	var out []traces.Request
 	for _, tr := range resp.Traces {
-		traceID, err := NormalizeTraceID(tr.TraceID)
+		traceID, err := traces.NormalizeTraceID(tr.TraceID)
 		if err != nil {
-			return nil, t.fail(http.StatusOK, "returned a malformed trace id", err)
+			return nil, t.b.Fail(http.StatusOK, "returned a malformed trace id", err)
 		}
 		sets := tr.SpanSets
 		if len(sets) == 0 && tr.SpanSet != nil {
@@ -224,30 +228,30 @@ func (t *Tempo) searchRequests(resp tempoSearchResponse, q Query, info *SearchIn
 					continue
 				}
 				seen[sp.SpanID] = true
-				if len(seen) > t.opts.MaxSpansPerTrace {
+				if len(seen) > t.b.Opts.MaxSpansPerTrace {
 					info.SpansSkipped++
 					continue
 				}
 				start, err1 := strconv.ParseInt(sp.StartTimeUnixNano, 10, 64)
 				dur, err2 := strconv.ParseInt(sp.DurationNanos, 10, 64)
 				if err1 != nil || err2 != nil || start <= 0 || dur < 0 || start > math.MaxInt64-dur {
-					return nil, t.fail(http.StatusOK, fmt.Sprintf("returned span %s of trace %s with a malformed time (%q, %q)",
+					return nil, t.b.Fail(http.StatusOK, fmt.Sprintf("returned span %s of trace %s with a malformed time (%q, %q)",
 						sp.SpanID, traceID, sp.StartTimeUnixNano, sp.DurationNanos), nil)
 				}
 				kvs := make([]*commonpb.KeyValue, 0, len(sp.Attributes))
 				for _, a := range sp.Attributes {
-					v := &commonpb.AnyValue{}
-					if err := otlpJSON.Unmarshal(a.Value, v); err != nil {
-						return nil, t.fail(http.StatusOK, fmt.Sprintf("returned attribute %q in an unknown form", a.Key), err)
+					v, err := traces.DecodeAnyValue(a.Value)
+					if err != nil {
+						return nil, t.b.Fail(http.StatusOK, fmt.Sprintf("returned attribute %q in an unknown form", a.Key), err)
 					}
 					kvs = append(kvs, &commonpb.KeyValue{Key: a.Key, Value: v})
 				}
-				r := t.opts.newRequest(spanData{
-					traceID: traceID,
-					spanID:  padHex(sp.SpanID, 16),
-					start:   time.Unix(0, start).UTC(),
-					end:     time.Unix(0, start+dur).UTC(),
-					attrs:   attrs{span: kvs},
+				r := t.b.Opts.NewRequest(traces.Span{
+					TraceID:    traceID,
+					SpanID:     sp.SpanID,
+					Start:      time.Unix(0, start).UTC(),
+					End:        time.Unix(0, start+dur).UTC(),
+					Attributes: kvs,
 				})
 				if r.Service == "" {
 					r.Service = q.Service

@@ -1,4 +1,4 @@
-package traces
+package jaeger
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seed/vllm-datasource/pkg/testbed"
+	"github.com/seed/vllm-datasource/pkg/traces"
 	"github.com/seed/vllm-datasource/pkg/vllm"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
@@ -23,11 +24,11 @@ type sentSpec struct {
 	service  string
 	spanName string
 	resource []attribute.KeyValue
-	want     Request
+	want     traces.Request
 }
 
 // spanAttributes writes a Request's present values under vLLM's attribute keys, as vLLM does.
-func spanAttributes(r Request) []attribute.KeyValue {
+func spanAttributes(r traces.Request) []attribute.KeyValue {
 	var kvs []attribute.KeyValue
 	if r.RequestID != "" {
 		kvs = append(kvs, attribute.String(vllm.AttrRequestID, r.RequestID))
@@ -38,23 +39,23 @@ func spanAttributes(r Request) []attribute.KeyValue {
 	if r.FinishReason != "" {
 		kvs = append(kvs, attribute.StringSlice(vllm.AttrFinishReason, []string{r.FinishReason}))
 	}
-	floats := map[Field]struct {
+	floats := map[traces.Field]struct {
 		key string
 		v   float64
 	}{
-		FieldQueue: {vllm.AttrQueue, r.Queue}, FieldPrefill: {vllm.AttrPrefill, r.Prefill},
-		FieldDecode: {vllm.AttrDecode, r.Decode}, FieldInference: {vllm.AttrInference, r.Inference},
-		FieldTTFT: {vllm.AttrTTFT, r.TTFT}, FieldE2E: {vllm.AttrE2E, r.E2E},
-		FieldScheduler: {vllm.AttrTimeInScheduler, r.Scheduler}, FieldForward: {vllm.AttrTimeInForward, r.Forward},
-		FieldExecute: {vllm.AttrTimeInExecute, r.Execute}, FieldTemperature: {vllm.AttrTemperature, r.Temperature},
-		FieldTopP: {vllm.AttrTopP, r.TopP},
+		traces.FieldQueue: {vllm.AttrQueue, r.Queue}, traces.FieldPrefill: {vllm.AttrPrefill, r.Prefill},
+		traces.FieldDecode: {vllm.AttrDecode, r.Decode}, traces.FieldInference: {vllm.AttrInference, r.Inference},
+		traces.FieldTTFT: {vllm.AttrTTFT, r.TTFT}, traces.FieldE2E: {vllm.AttrE2E, r.E2E},
+		traces.FieldScheduler: {vllm.AttrTimeInScheduler, r.Scheduler}, traces.FieldForward: {vllm.AttrTimeInForward, r.Forward},
+		traces.FieldExecute: {vllm.AttrTimeInExecute, r.Execute}, traces.FieldTemperature: {vllm.AttrTemperature, r.Temperature},
+		traces.FieldTopP: {vllm.AttrTopP, r.TopP},
 	}
-	ints := map[Field]struct {
+	ints := map[traces.Field]struct {
 		key string
 		v   int64
 	}{
-		FieldPromptTokens: {vllm.AttrPromptTokens, r.PromptTokens}, FieldOutputTokens: {vllm.AttrOutputTokens, r.OutputTokens},
-		FieldCachedTokens: {vllm.AttrCachedTokens, r.CachedTokens}, FieldMaxTokens: {vllm.AttrMaxTokens, r.MaxTokens},
+		traces.FieldPromptTokens: {vllm.AttrPromptTokens, r.PromptTokens}, traces.FieldOutputTokens: {vllm.AttrOutputTokens, r.OutputTokens},
+		traces.FieldCachedTokens: {vllm.AttrCachedTokens, r.CachedTokens}, traces.FieldMaxTokens: {vllm.AttrMaxTokens, r.MaxTokens},
 	}
 	for f, a := range floats {
 		if r.Present.Has(f) {
@@ -85,7 +86,7 @@ func sendSpans(t *testing.T, endpoint string, specs []sentSpec) {
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithResource(res))
 		start := base.Add(time.Duration(i) * 5 * time.Second)
 		dur := 1500 * time.Millisecond
-		if s.want.Present.Has(FieldE2E) {
+		if s.want.Present.Has(traces.FieldE2E) {
 			dur = time.Duration(s.want.E2E * float64(time.Second))
 		}
 		_, span := tp.Tracer("vllm.llm_engine").Start(ctx, s.spanName, trace.WithTimestamp(start),
@@ -101,19 +102,19 @@ func sendSpans(t *testing.T, endpoint string, specs []sentSpec) {
 }
 
 // present builds a Fields set.
-func present(fs ...Field) Fields {
-	var s Fields
+func present(fs ...traces.Field) traces.Fields {
+	var s traces.Fields
 	for _, f := range fs {
-		s.add(f)
+		s.Add(f)
 	}
 	return s
 }
 
 // nanFill sets the latencies a request lacks to NaN, as decoding does.
-func nanFill(r Request) Request {
-	for f, p := range map[Field]*float64{FieldQueue: &r.Queue, FieldPrefill: &r.Prefill, FieldDecode: &r.Decode,
-		FieldInference: &r.Inference, FieldTTFT: &r.TTFT, FieldE2E: &r.E2E, FieldScheduler: &r.Scheduler,
-		FieldForward: &r.Forward, FieldExecute: &r.Execute} {
+func nanFill(r traces.Request) traces.Request {
+	for f, p := range map[traces.Field]*float64{traces.FieldQueue: &r.Queue, traces.FieldPrefill: &r.Prefill, traces.FieldDecode: &r.Decode,
+		traces.FieldInference: &r.Inference, traces.FieldTTFT: &r.TTFT, traces.FieldE2E: &r.E2E, traces.FieldScheduler: &r.Scheduler,
+		traces.FieldForward: &r.Forward, traces.FieldExecute: &r.Execute} {
 		if !r.Present.Has(f) {
 			*p = math.NaN()
 		}
@@ -123,7 +124,7 @@ func nanFill(r Request) Request {
 
 func sameFloat(a, b float64) bool { return a == b || (math.IsNaN(a) && math.IsNaN(b)) }
 
-func sameRequest(a, b Request) bool {
+func sameRequest(a, b traces.Request) bool {
 	return a.TraceID == b.TraceID && a.SpanID == b.SpanID && a.Start.Equal(b.Start) && a.End.Equal(b.End) &&
 		a.Service == b.Service && a.Model == b.Model && a.Instance == b.Instance && a.RequestID == b.RequestID &&
 		a.PromptTokens == b.PromptTokens && a.OutputTokens == b.OutputTokens && a.CachedTokens == b.CachedTokens &&
@@ -135,26 +136,26 @@ func sameRequest(a, b Request) bool {
 }
 
 func realSpecs() []sentSpec {
-	v1 := present(FieldQueue, FieldPrefill, FieldDecode, FieldInference, FieldTTFT, FieldE2E, FieldPromptTokens, FieldOutputTokens)
+	v1 := present(traces.FieldQueue, traces.FieldPrefill, traces.FieldDecode, traces.FieldInference, traces.FieldTTFT, traces.FieldE2E, traces.FieldPromptTokens, traces.FieldOutputTokens)
 	return []sentSpec{
 		{name: "current V1 span", service: "vllm", spanName: "llm_request",
 			resource: []attribute.KeyValue{attribute.String("service.instance.id", "10.0.0.1:8000")},
-			want: Request{RequestID: "chatcmpl-a", Instance: "10.0.0.1:8000", Queue: 0.012, Prefill: 0.238, Decode: 1.1,
+			want: traces.Request{RequestID: "chatcmpl-a", Instance: "10.0.0.1:8000", Queue: 0.012, Prefill: 0.238, Decode: 1.1,
 				Inference: 1.338, TTFT: 0.25, E2E: 1.35, PromptTokens: 512, OutputTokens: 128, Present: v1}},
 		{name: "V1 span with sampling parameters and the host.name fallback", service: "vllm", spanName: "llm_request",
 			resource: []attribute.KeyValue{attribute.String("host.name", "gpu2"), attribute.Int("server.port", 8001)},
-			want: Request{RequestID: "cmpl-b", Instance: "gpu2:8001", Queue: 1.2, Prefill: 1.3, Decode: 0.9, Inference: 2.2,
+			want: traces.Request{RequestID: "cmpl-b", Instance: "gpu2:8001", Queue: 1.2, Prefill: 1.3, Decode: 0.9, Inference: 2.2,
 				TTFT: 2.5, E2E: 3.4, PromptTokens: 4000, OutputTokens: 64, CachedTokens: 3072, Temperature: 0.7, TopP: 0.95,
 				MaxTokens: 256, FinishReason: "length",
-				Present: v1 | present(FieldCachedTokens, FieldTemperature, FieldTopP, FieldMaxTokens)}},
+				Present: v1 | present(traces.FieldCachedTokens, traces.FieldTemperature, traces.FieldTopP, traces.FieldMaxTokens)}},
 		{name: "V0 engine span", service: "vllm", spanName: "llm_request",
-			want: Request{RequestID: "cmpl-v0", Model: "facebook/opt-125m", Queue: 0.05, TTFT: 0.4, E2E: 2.0, Scheduler: 0.01,
+			want: traces.Request{RequestID: "cmpl-v0", Model: "facebook/opt-125m", Queue: 0.05, TTFT: 0.4, E2E: 2.0, Scheduler: 0.01,
 				Forward: 1.5, Execute: 1.6, PromptTokens: 100, OutputTokens: 20,
-				Present: present(FieldQueue, FieldTTFT, FieldE2E, FieldScheduler, FieldForward, FieldExecute, FieldPromptTokens, FieldOutputTokens)}},
+				Present: present(traces.FieldQueue, traces.FieldTTFT, traces.FieldE2E, traces.FieldScheduler, traces.FieldForward, traces.FieldExecute, traces.FieldPromptTokens, traces.FieldOutputTokens)}},
 		{name: "span without latency attributes", service: "vllm", spanName: "llm_request",
-			want: Request{RequestID: "cmpl-bare"}},
+			want: traces.Request{RequestID: "cmpl-bare"}},
 		{name: "another service's span", service: "llm-gateway", spanName: "POST /v1/completions",
-			want: Request{E2E: 1, Present: present(FieldE2E)}},
+			want: traces.Request{E2E: 1, Present: present(traces.FieldE2E)}},
 	}
 }
 
@@ -162,16 +163,16 @@ func TestRealJaeger(t *testing.T) {
 	jaeger := testbed.Jaeger(t)
 	specs := realSpecs()
 	sendSpans(t, jaeger.OTLPGRPC, specs)
-	src, err := NewJaeger(&http.Client{Timeout: 10 * time.Second}, jaeger.QueryURL, Options{})
+	src, err := New(&http.Client{Timeout: 10 * time.Second}, jaeger.QueryURL, traces.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
 	vllmSpecs := specs[:4]
-	q := Query{From: time.Now().Add(-10 * time.Minute), To: time.Now()}
+	q := traces.Query{From: time.Now().Add(-10 * time.Minute), To: time.Now()}
 
 	// Jaeger stores spans after its batch processor flushes them: wait for all to be there.
-	var reqs []Request
+	var reqs []traces.Request
 	deadline := time.Now().Add(20 * time.Second)
 	for len(reqs) < len(vllmSpecs) && time.Now().Before(deadline) {
 		if reqs, _, err = src.Search(ctx, q); err != nil {
@@ -184,7 +185,7 @@ func TestRealJaeger(t *testing.T) {
 		if len(reqs) != len(vllmSpecs) {
 			t.Fatalf("got %d requests, want %d", len(reqs), len(vllmSpecs))
 		}
-		byID := map[string]Request{}
+		byID := map[string]traces.Request{}
 		for _, r := range reqs {
 			byID[r.TraceID] = r
 		}
@@ -205,7 +206,7 @@ func TestRealJaeger(t *testing.T) {
 	})
 	t.Run("span without latencies is returned and reported", func(t *testing.T) {
 		got, err := src.Get(ctx, specs[3].want.TraceID)
-		if err != nil || len(got.Missing()) != len(latencyFields) {
+		if err != nil || len(got.Missing()) != len((&traces.Request{}).Missing()) {
 			t.Errorf("Missing = %v, %v; want every latency", got.Missing(), err)
 		}
 	})
@@ -227,13 +228,13 @@ func TestRealJaeger(t *testing.T) {
 	})
 	t.Run("another service's trace is not a vLLM request", func(t *testing.T) {
 		_, err := src.Get(ctx, specs[4].want.TraceID)
-		if !errors.Is(err, ErrNotVLLM) {
+		if !errors.Is(err, traces.ErrNotVLLM) {
 			t.Errorf("err = %v, want ErrNotVLLM", err)
 		}
 	})
 	t.Run("unknown trace", func(t *testing.T) {
 		_, err := src.Get(ctx, "0123456789abcdef0123456789abcdef")
-		if !errors.Is(err, ErrNotFound) {
+		if !errors.Is(err, traces.ErrNotFound) {
 			t.Errorf("err = %v, want ErrNotFound", err)
 		}
 	})
@@ -244,7 +245,7 @@ func TestRealJaeger(t *testing.T) {
 		}
 	})
 	t.Run("check on an unused service name finds none", func(t *testing.T) {
-		other, err := NewJaeger(&http.Client{Timeout: 10 * time.Second}, jaeger.QueryURL, Options{ServiceName: "vllm-nobody"})
+		other, err := New(&http.Client{Timeout: 10 * time.Second}, jaeger.QueryURL, traces.Options{ServiceName: "vllm-nobody"})
 		if err != nil {
 			t.Fatal(err)
 		}

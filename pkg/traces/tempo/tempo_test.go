@@ -1,4 +1,4 @@
-package traces
+package tempo
 
 import (
 	"context"
@@ -8,27 +8,20 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seed/vllm-datasource/pkg/traces"
+	"github.com/seed/vllm-datasource/pkg/traces/internal/tracetest"
 )
 
 // tempoFixtureFrom starts a range that covers the recorded Tempo requests.
 var tempoFixtureFrom = time.Date(2026, 11, 29, 8, 50, 0, 0, time.UTC)
 
-func tempoQuery() Query {
-	return Query{From: tempoFixtureFrom, To: tempoFixtureFrom.Add(20 * time.Minute)}
-}
-
-func newTestTempo(t *testing.T, routes map[string]route, opts Options) (*Tempo, *replay) {
-	t.Helper()
-	r := newReplay(t, routes)
-	tp, err := NewTempo(r.Client(), r.URL, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tp, r
+func tempoQuery() traces.Query {
+	return traces.Query{From: tempoFixtureFrom, To: tempoFixtureFrom.Add(20 * time.Minute)}
 }
 
 func TestTempoSearchReturnsRequestsAsSent(t *testing.T) {
-	tp, _ := newTestTempo(t, map[string]route{"/api/search": {200, "tempo_api_search_traceql_select.json"}}, Options{})
+	tp, _ := tracetest.Start(t, map[string]tracetest.Route{"/api/search": {Status: 200, File: "tempo_api_search_traceql_select.json"}}, traces.Options{}, New)
 	reqs, info, err := tp.Search(context.Background(), tempoQuery())
 	if err != nil {
 		t.Fatal(err)
@@ -36,27 +29,27 @@ func TestTempoSearchReturnsRequestsAsSent(t *testing.T) {
 	if len(reqs) != 3 || info.Traces != 3 {
 		t.Fatalf("got %d requests of %d traces, want the fixture's 3", len(reqs), info.Traces)
 	}
-	sent := loadSent(t, "tempo_sent_spans.json")
+	sent := tracetest.LoadSent(t, "tempo_sent_spans.json")
 	for _, r := range reqs {
-		checkSent(t, r, sent)
+		tracetest.CheckSent(t, r, sent)
 		if r.Service != "vllm" || r.Model != "facebook/opt-125m" {
 			t.Errorf("%s: service %q model %q", r.RequestID, r.Service, r.Model)
 		}
 	}
-	if !slices.IsSortedFunc(reqs, func(a, b Request) int { return b.Start.Compare(a.Start) }) {
+	if !slices.IsSortedFunc(reqs, func(a, b traces.Request) int { return b.Start.Compare(a.Start) }) {
 		t.Error("requests are not newest first")
 	}
 }
 
 func TestTempoSearchPadsTraceIDsWithoutLeadingZeros(t *testing.T) {
-	tp, _ := newTestTempo(t, map[string]route{"/api/search": {200, "tempo_api_search_traceql_leading_zero_trace_ids.json"}}, Options{})
+	tp, _ := tracetest.Start(t, map[string]tracetest.Route{"/api/search": {Status: 200, File: "tempo_api_search_traceql_leading_zero_trace_ids.json"}}, traces.Options{}, New)
 	q := tempoQuery()
 	q.To = q.From.Add(time.Hour)
 	reqs, info, err := tp.Search(context.Background(), q)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sent := loadSent(t, "tempo_sent_spans.json")
+	sent := tracetest.LoadSent(t, "tempo_sent_spans.json")
 	if len(reqs) != 2 {
 		t.Fatalf("got %d requests, want 2", len(reqs))
 	}
@@ -72,9 +65,9 @@ func TestTempoSearchPadsTraceIDsWithoutLeadingZeros(t *testing.T) {
 }
 
 func TestTempoSearchKeepsOnlyRequestsStartedInRange(t *testing.T) {
-	tp, _ := newTestTempo(t, map[string]route{"/api/search": {200, "tempo_api_search_traceql_select.json"}}, Options{})
-	sent := loadSent(t, "tempo_sent_spans.json")
-	q := Query{From: mustTime(t, sent["cmpl-0003"].Start), To: mustTime(t, sent["cmpl-0004"].Start)}
+	tp, _ := tracetest.Start(t, map[string]tracetest.Route{"/api/search": {Status: 200, File: "tempo_api_search_traceql_select.json"}}, traces.Options{}, New)
+	sent := tracetest.LoadSent(t, "tempo_sent_spans.json")
+	q := traces.Query{From: tracetest.MustTime(t, sent["cmpl-0003"].Start), To: tracetest.MustTime(t, sent["cmpl-0004"].Start)}
 	reqs, _, err := tp.Search(context.Background(), q)
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +82,7 @@ func TestTempoSearchKeepsOnlyRequestsStartedInRange(t *testing.T) {
 }
 
 func TestTempoSearchKeepsTheNewestWithinTheLimit(t *testing.T) {
-	tp, _ := newTestTempo(t, map[string]route{"/api/search": {200, "tempo_api_search_traceql_select.json"}}, Options{})
+	tp, _ := tracetest.Start(t, map[string]tracetest.Route{"/api/search": {Status: 200, File: "tempo_api_search_traceql_select.json"}}, traces.Options{}, New)
 	q := tempoQuery()
 	q.Limit = 2
 	reqs, info, err := tp.Search(context.Background(), q)
@@ -104,30 +97,30 @@ func TestTempoSearchKeepsTheNewestWithinTheLimit(t *testing.T) {
 func TestTempoSearchSendsTypedEscapedTraceQL(t *testing.T) {
 	tests := []struct {
 		name    string
-		q       Query
-		opts    Options
+		q       traces.Query
+		opts    traces.Options
 		want    []string
 		notWant []string
 	}{
-		{"TTFT threshold as a float", Query{MinTTFT: 1}, Options{},
+		{"TTFT threshold as a float", traces.Query{MinTTFT: 1}, traces.Options{},
 			[]string{"span.gen_ai.latency.time_to_first_token >= 1.0 }"}, []string{">= 1 "}},
-		{"fractional TTFT", Query{MinTTFT: 0.25}, Options{}, []string{">= 0.25 }"}, nil},
-		{"no TTFT condition without a minimum", Query{}, Options{}, nil, []string{"time_to_first_token >="}},
-		{"service and span names escaped", Query{Service: `a"b\c`, SpanName: "x\ny"}, Options{},
+		{"fractional TTFT", traces.Query{MinTTFT: 0.25}, traces.Options{}, []string{">= 0.25 }"}, nil},
+		{"no TTFT condition without a minimum", traces.Query{}, traces.Options{}, nil, []string{"time_to_first_token >="}},
+		{"service and span names escaped", traces.Query{Service: `a"b\c`, SpanName: "x\ny"}, traces.Options{},
 			[]string{`resource.service.name = "a\"b\\c"`, `name = "x\ny"`}, nil},
-		{"configured attributes selected", Query{}, Options{InstanceAttribute: "k8s.pod.name", ModelAttribute: "my model"},
+		{"configured attributes selected", traces.Query{}, traces.Options{InstanceAttribute: "k8s.pod.name", ModelAttribute: "my model"},
 			[]string{"span.k8s.pod.name", "resource.k8s.pod.name", `span."my model"`}, nil},
-		{"newest traces first", Query{}, Options{}, []string{"| select(", ") with(most_recent=true)"}, nil},
+		{"newest traces first", traces.Query{}, traces.Options{}, []string{"| select(", ") with(most_recent=true)"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tp, rp := newTestTempo(t, map[string]route{"/api/search": {200, "tempo_api_search_traceql_ttft_gt_int_1_empty.json"}}, tt.opts)
+			tp, rp := tracetest.Start(t, map[string]tracetest.Route{"/api/search": {Status: 200, File: "tempo_api_search_traceql_ttft_gt_int_1_empty.json"}}, tt.opts, New)
 			q := tt.q
 			q.From, q.To = tempoQuery().From, tempoQuery().To
 			if _, _, err := tp.Search(context.Background(), q); err != nil {
 				t.Fatal(err)
 			}
-			sent := rp.requests()[0].URL.Query().Get("q")
+			sent := rp.Requests()[0].URL.Query().Get("q")
 			for _, w := range tt.want {
 				if !strings.Contains(sent, w) {
 					t.Errorf("TraceQL %s\nlacks %s", sent, w)
@@ -143,12 +136,12 @@ func TestTempoSearchSendsTypedEscapedTraceQL(t *testing.T) {
 }
 
 func TestTempoSearchSendsRangeInSecondsAndBounds(t *testing.T) {
-	tp, rp := newTestTempo(t, map[string]route{"/api/search": {200, "tempo_api_search_traceql_ttft_gt_int_1_empty.json"}}, Options{MaxLimit: 500})
-	q := Query{From: time.Unix(1795942700, 0), To: time.Unix(1795942800, 500), Limit: 9999}
+	tp, rp := tracetest.Start(t, map[string]tracetest.Route{"/api/search": {Status: 200, File: "tempo_api_search_traceql_ttft_gt_int_1_empty.json"}}, traces.Options{MaxLimit: 500}, New)
+	q := traces.Query{From: time.Unix(1795942700, 0), To: time.Unix(1795942800, 500), Limit: 9999}
 	if _, _, err := tp.Search(context.Background(), q); err != nil {
 		t.Fatal(err)
 	}
-	got := rp.requests()[0].URL.Query()
+	got := rp.Requests()[0].URL.Query()
 	want := map[string]string{"start": "1795942700", "end": "1795942801", "limit": "500", "spss": "100"}
 	for k, v := range want {
 		if got.Get(k) != v {
@@ -158,7 +151,7 @@ func TestTempoSearchSendsRangeInSecondsAndBounds(t *testing.T) {
 }
 
 func TestTempoSearchWithNoMatchIsEmpty(t *testing.T) {
-	tp, _ := newTestTempo(t, map[string]route{"/api/search": {200, "tempo_api_search_traceql_ttft_gt_int_1_empty.json"}}, Options{})
+	tp, _ := tracetest.Start(t, map[string]tracetest.Route{"/api/search": {Status: 200, File: "tempo_api_search_traceql_ttft_gt_int_1_empty.json"}}, traces.Options{}, New)
 	reqs, info, err := tp.Search(context.Background(), tempoQuery())
 	if err != nil || len(reqs) != 0 || info.Truncated {
 		t.Errorf("got %v, %+v, %v; want nothing and no error", reqs, info, err)
@@ -166,30 +159,23 @@ func TestTempoSearchWithNoMatchIsEmpty(t *testing.T) {
 }
 
 func TestTempoSearchRejectedTraceQLIsDownstream(t *testing.T) {
-	tp, _ := newTestTempo(t, map[string]route{"/api/search": {400, "tempo_api_search_error_400_bad_traceql.txt"}}, Options{})
+	tp, _ := tracetest.Start(t, map[string]tracetest.Route{"/api/search": {Status: 400, File: "tempo_api_search_error_400_bad_traceql.txt"}}, traces.Options{}, New)
 	_, _, err := tp.Search(context.Background(), tempoQuery())
-	var d *DownstreamError
+	var d *traces.DownstreamError
 	if !errors.As(err, &d) || d.Status != http.StatusBadRequest || !strings.Contains(err.Error(), "invalid TraceQL query: parse error") {
 		t.Errorf("err = %v; want a downstream 400 quoting Tempo", err)
 	}
 }
 
 func TestTempoGetReadsEveryStage(t *testing.T) {
-	sent := loadSent(t, "tempo_sent_spans.json")
+	sent := tracetest.LoadSent(t, "tempo_sent_spans.json")
 	id := sent["cmpl-0005"].TraceID
-	tp, _ := newTestTempo(t, map[string]route{"/api/v2/traces/" + id: {200, "tempo_api_v2_traces_by_id.json"}}, Options{})
+	tp, _ := tracetest.Start(t, map[string]tracetest.Route{"/api/v2/traces/" + id: {Status: 200, File: "tempo_api_v2_traces_by_id.json"}}, traces.Options{}, New)
 	r, err := tp.Get(context.Background(), strings.ToUpper(id))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.RequestID != "cmpl-0005" {
-		t.Fatalf("got request %q, want the vLLM span cmpl-0005 (not the gateway's)", r.RequestID)
-	}
-	checkSent(t, r, sent)
-	checkStages(t, r)
-	if r.Temperature != 0.7 || r.TopP != 0.95 || r.MaxTokens != 256 || r.Model != "facebook/opt-125m" || len(r.Missing()) != 0 {
-		t.Errorf("request = %+v", r)
-	}
+	tracetest.CheckWhole(t, r, sent)
 }
 
 func TestTempoGetErrors(t *testing.T) {
@@ -197,24 +183,24 @@ func TestTempoGetErrors(t *testing.T) {
 	tests := []struct {
 		name    string
 		id      string
-		route   route
+		route   tracetest.Route
 		want    error
 		request bool
 	}{
-		{"unknown id answered with an empty trace", id, route{200, "tempo_api_v2_traces_by_id_not_found.json"}, ErrNotFound, true},
-		{"id rejected by Tempo", id, route{400, "tempo_api_traces_by_id_error_400.txt"}, ErrInvalidTraceID, true},
-		{"trace without a vLLM span", id, route{200, "tempo_api_v2_traces_by_id_gateway_only.json"}, ErrNotVLLM, true},
-		{"id not hex: nothing sent", "not-a-trace-id", route{}, ErrInvalidTraceID, false},
-		{"id too long: nothing sent", id + "0", route{}, ErrInvalidTraceID, false},
+		{"unknown id answered with an empty trace", id, tracetest.Route{Status: 200, File: "tempo_api_v2_traces_by_id_not_found.json"}, traces.ErrNotFound, true},
+		{"id rejected by Tempo", id, tracetest.Route{Status: 400, File: "tempo_api_traces_by_id_error_400.txt"}, traces.ErrInvalidTraceID, true},
+		{"trace without a vLLM span", id, tracetest.Route{Status: 200, File: "tempo_api_v2_traces_by_id_gateway_only.json"}, traces.ErrNotVLLM, true},
+		{"id not hex: nothing sent", "not-a-trace-id", tracetest.Route{}, traces.ErrInvalidTraceID, false},
+		{"id too long: nothing sent", id + "0", tracetest.Route{}, traces.ErrInvalidTraceID, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tp, rp := newTestTempo(t, map[string]route{"/api/v2/traces/" + id: tt.route}, Options{})
+			tp, rp := tracetest.Start(t, map[string]tracetest.Route{"/api/v2/traces/" + id: tt.route}, traces.Options{}, New)
 			_, err := tp.Get(context.Background(), tt.id)
-			if !errors.Is(err, tt.want) || IsDownstream(err) {
+			if !errors.Is(err, tt.want) || traces.IsDownstream(err) {
 				t.Errorf("err = %v, want %v and not downstream", err, tt.want)
 			}
-			if sent := len(rp.requests()) > 0; sent != tt.request {
+			if sent := len(rp.Requests()) > 0; sent != tt.request {
 				t.Errorf("request sent = %v, want %v", sent, tt.request)
 			}
 		})
@@ -222,7 +208,7 @@ func TestTempoGetErrors(t *testing.T) {
 }
 
 func TestTempoCheckSaysWhenNoVLLMSpans(t *testing.T) {
-	tp, _ := newTestTempo(t, map[string]route{"/api/search": {200, "tempo_api_search_traceql_ttft_gt_int_1_empty.json"}}, Options{})
+	tp, _ := tracetest.Start(t, map[string]tracetest.Route{"/api/search": {Status: 200, File: "tempo_api_search_traceql_ttft_gt_int_1_empty.json"}}, traces.Options{}, New)
 	h, err := tp.Check(context.Background())
 	if err != nil || h.VLLMSpans || !strings.Contains(h.Message, "no span \"llm_request\" of service \"vllm\"") {
 		t.Errorf("Check = %+v, %v", h, err)

@@ -1,0 +1,147 @@
+// Package httpbackend is the HTTP side that the Tempo and Jaeger sources share: the base URL
+// and client, bounded GETs, and errors that name the backend and its redacted URL in words a
+// user can act on.
+package httpbackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/seed/vllm-datasource/pkg/traces"
+	"github.com/seed/vllm-datasource/pkg/traces/internal/clip"
+)
+
+// Backend is one trace backend reached over HTTP.
+type Backend struct {
+	// Name is "Tempo" or "Jaeger", as errors and health messages say it.
+	Name string
+	// Opts are the source's options, defaults filled in.
+	Opts   traces.Options
+	base   *url.URL
+	client *http.Client
+}
+
+// New checks that baseURL is an http(s) URL with a host and fills the options' defaults.
+func New(name string, client *http.Client, baseURL string, opts traces.Options) (Backend, error) {
+	u, err := url.Parse(strings.TrimSpace(baseURL))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return Backend{}, fmt.Errorf("%s URL %q is not an http(s) URL with a host", name, clip.To(baseURL, 200))
+	}
+	if client == nil {
+		return Backend{}, fmt.Errorf("%s: no HTTP client", name)
+	}
+	return Backend{Name: name, base: u, client: client, Opts: opts.WithDefaults()}, nil
+}
+
+// Fail is a failure of the backend, status 0 when no answer came.
+func (b Backend) Fail(status int, msg string, err error) *traces.DownstreamError {
+	return &traces.DownstreamError{Backend: b.Name, URL: b.base.Redacted(), Status: status, Msg: msg, Err: err}
+}
+
+// Get sends a GET and reads the whole answer, at most MaxBodyBytes of it. Transport failures,
+// timeouts, truncated and oversized answers are DownstreamErrors; the status is left to the
+// caller, since 400 and 404 mean different things per endpoint.
+func (b Backend) Get(ctx context.Context, path string, params url.Values) (int, []byte, error) {
+	u := *b.base
+	u.Path = strings.TrimSuffix(u.Path, "/") + path
+	u.RawQuery = params.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return 0, nil, b.Fail(0, "request could not be built", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return 0, nil, b.Fail(0, transportMessage(ctx, err), stripURL(err))
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, b.Opts.MaxBodyBytes+1))
+	if err != nil {
+		return resp.StatusCode, nil, b.Fail(resp.StatusCode, "answer was cut short", stripURL(err))
+	}
+	if int64(len(body)) > b.Opts.MaxBodyBytes {
+		return resp.StatusCode, nil, b.Fail(resp.StatusCode, fmt.Sprintf(
+			"answer is larger than the %s limit: narrow the time range or lower the limit", byteSize(b.Opts.MaxBodyBytes)), nil)
+	}
+	return resp.StatusCode, body, nil
+}
+
+func byteSize(n int64) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+func transportMessage(ctx context.Context, err error) string {
+	switch {
+	case errors.Is(ctx.Err(), context.Canceled):
+		return "request was canceled"
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return "did not answer in time"
+	}
+	var ne interface{ Timeout() bool }
+	if errors.As(err, &ne) && ne.Timeout() {
+		return "did not answer in time"
+	}
+	return "could not be reached: check tracesUrl and that the server is running"
+}
+
+// stripURL drops the URL that net/http puts in its errors: the error already names the
+// redacted base URL, and the query string adds nothing a user can act on.
+func stripURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// Detail is a backend's answer as quoted in an error: trimmed and clipped.
+func Detail(body string) string { return clip.To(strings.TrimSpace(body), 300) }
+
+// StatusError explains an unexpected status, quoting the backend's detail.
+func (b Backend) StatusError(status int, detail string) *traces.DownstreamError {
+	var msg string
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		msg = "refused the credentials: check the traces basic auth user and password or bearer token"
+	case status == http.StatusNotFound:
+		msg = fmt.Sprintf("has no such API path: check that tracesUrl points at %s itself", b.Name)
+	case status == http.StatusTooManyRequests:
+		msg = "is rate limiting: try again later or lower the limit"
+	case status >= 500:
+		msg = "failed"
+	default:
+		msg = "rejected the request"
+	}
+	if d := Detail(detail); d != "" {
+		msg += ": " + d
+	}
+	return b.Fail(status, msg, nil)
+}
+
+// checkWindow is the range Check looks for vLLM spans in.
+const checkWindow = time.Hour
+
+// Health implements Source.Check for the source s that b serves: a search of the last hour.
+func (b Backend) Health(ctx context.Context, s traces.Source) (traces.Health, error) {
+	now := time.Now()
+	reqs, _, err := s.Search(ctx, traces.Query{From: now.Add(-checkWindow), To: now, Limit: 1})
+	if err != nil {
+		return traces.Health{}, err
+	}
+	if len(reqs) == 0 {
+		return traces.Health{Message: fmt.Sprintf("%s at %s answers, but has no span %q of service %q in the last hour: "+
+			"check that vLLM runs with --otlp-traces-endpoint and OTEL_SERVICE_NAME=%s, and the service and span name settings",
+			b.Name, b.base.Redacted(), b.Opts.SpanName, b.Opts.ServiceName, b.Opts.ServiceName)}, nil
+	}
+	return traces.Health{VLLMSpans: true, Message: fmt.Sprintf("%s at %s answers, with vLLM spans (service %q, span %q) in the last hour",
+		b.Name, b.base.Redacted(), b.Opts.ServiceName, b.Opts.SpanName)}, nil
+}
