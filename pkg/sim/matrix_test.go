@@ -18,6 +18,7 @@ type point struct {
 	p50, p99               [2]float64
 	itl99                  [2]float64
 	kv, waitRatio          float64
+	kvAvg                  float64 // the gauge averaged over the window, as avg_over_time
 	preempt1m, preempt2m   float64 // per second
 	abortRatio             float64
 	hitRate, acceptance    float64
@@ -196,6 +197,14 @@ func (v view) points(window time.Duration) []point {
 			prefill:    v.hist("vllm:request_prefill_time_seconds", from, t).mean(),
 			decode:     v.hist("vllm:request_decode_time_seconds", from, t).mean(),
 		}
+		var samples int
+		for _, u := range v.times {
+			if u.After(from) && !u.After(t) {
+				p.kvAvg += v.gauge("vllm:kv_cache_usage_perc", u)
+				samples++
+			}
+		}
+		p.kvAvg /= float64(samples)
 		for _, s := range v.rows("vllm:cache_config_info") {
 			if s.at(t) != nil {
 				for _, l := range s.labels {
@@ -243,7 +252,7 @@ var conditions = map[string]func(p point, b baseline) bool{
 	},
 	RuleSpecDecodeInefficient: func(p point, _ baseline) bool { return p.specOn && p.acceptance < 0.6 },
 	RuleKVCacheSaturated:      func(p point, _ baseline) bool { return p.preempt2m > 0.5 && p.kv > 0.85 },
-	RulePreemptionsFreeCache:  func(p point, _ baseline) bool { return p.preempt1m*60 > 1 && p.kv < 0.9 },
+	RulePreemptionsFreeCache:  func(p point, _ baseline) bool { return p.preempt1m*60 > 1 && p.kvAvg < 0.9 },
 	RuleQueueWithFreeCache:    func(p point, _ baseline) bool { return p.waitRatio > 0.2 && p.kv < 0.7 },
 	RulePastTheKnee:           func(p point, _ baseline) bool { return p.waitRatio > 0.2 && p.kv >= 0.85 },
 	RuleClientTimeouts:        func(p point, _ baseline) bool { return p.abortRatio > 0.05 },

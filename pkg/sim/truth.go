@@ -36,9 +36,10 @@ var mechanisms = map[string]func(a, base window) bool{
 	RuleKVCacheSaturated: func(a, _ window) bool {
 		return a.preemptions > 0 && a.exhausted > 0 && a.usage/a.span >= 0.85
 	},
-	// Requests were preempted although the cache was mostly free on average.
+	// More than one preemption in the minute (the rule's rate above 1/min) while the cache was
+	// mostly free on average over the same minute.
 	RulePreemptionsFreeCache: func(a, _ window) bool {
-		return a.preemptions > 0 && a.usage/a.span < 0.9
+		return a.preemptions > 1 && a.usage/a.span < 0.9
 	},
 	// A fifth of the requests waited while the cache stayed mostly free.
 	RuleQueueWithFreeCache: func(a, _ window) bool {
