@@ -13,6 +13,12 @@ const (
 	truthMinSpan = 120.0 // shorter ones are dropped
 )
 
+// exactTruth holds the rules whose mechanism is their own condition over a rate window
+// (preemptions_free_cache: preemptions against the cache's average fill over the same minute).
+// Their truth is read as the rule reads it: one false minute ends an interval, which must last
+// the rule's `for` (seconds) to count.
+var exactTruth = map[string]float64{RulePreemptionsFreeCache: 300}
+
 // mechanisms say, from engine state over a minute (and the instance's state before the
 // fault as the baseline), whether a fault's cause is at work.
 var mechanisms = map[string]func(a, base window) bool{
@@ -91,6 +97,10 @@ func truth(s *instanceSim, start time.Time, duration float64) []Finding {
 		for k := 0; k < len(s.windows) && float64(k+1)*s.scrape <= f.From*duration; k++ {
 			base.add(s.windows[k])
 		}
+		maxGap, minSpan := truthMaxGap, truthMinSpan
+		if d, ok := exactTruth[f.Rule]; ok {
+			maxGap, minSpan = s.scrape, d
+		}
 		var spans [][2]float64
 		for k := per - 1; k < len(s.windows); k++ {
 			var a window
@@ -102,7 +112,7 @@ func truth(s *instanceSim, start time.Time, duration float64) []Finding {
 			}
 			at := min(float64(k+1)*s.scrape, duration)
 			from, to := at, at
-			if n := len(spans); n > 0 && from-spans[n-1][1] <= truthMaxGap {
+			if n := len(spans); n > 0 && from-spans[n-1][1] <= maxGap {
 				spans[n-1][1] = to
 			} else {
 				spans = append(spans, [2]float64{from, to})
@@ -110,7 +120,7 @@ func truth(s *instanceSim, start time.Time, duration float64) []Finding {
 		}
 		for _, sp := range spans {
 			// Only what the fault caused: an interval must overlap the fault.
-			if sp[1]-sp[0] < truthMinSpan || sp[1] <= f.From*duration || sp[0] >= f.To*duration+truthMaxGap {
+			if sp[1]-sp[0] < minSpan || sp[1] <= f.From*duration || sp[0] >= f.To*duration+maxGap {
 				continue
 			}
 			out = append(out, Finding{
