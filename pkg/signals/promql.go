@@ -55,7 +55,7 @@ func ParseMatchers(selector string) ([]string, error) {
 
 // ValidLabelName reports whether s can be a Prometheus label name.
 func ValidLabelName(s string) bool {
-	return model.LabelName(s).IsValidLegacy()
+	return model.LegacyValidation.IsValidLabelName(s)
 }
 
 // matcher returns a regex matcher for a user's value, anchored as PromQL anchors regexes, and
