@@ -79,7 +79,6 @@ type instanceSim struct {
 	nextID   uint64
 	scrape   float64 // window length
 	windows  []window
-	spans    []Span
 	base     time.Time
 	onSpan   func(Span) // nil: spans are not kept
 	sampleN  uint64     // keep one span in sampleN
