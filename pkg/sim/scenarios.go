@@ -172,19 +172,23 @@ var catalogue = map[string]func() Scenario{
 			})
 	},
 	RulePreemptionsFreeCache: func() Scenario {
-		return faulty(RulePreemptionsFreeCache,
-			"a 2048-block pool with max_num_seqs 256; during the fault one request in 150 brings a 20k-token document: "+
-				"V1 admits it for its first chunk only, its later chunks exhaust the pool and preempt the requests behind it (and itself), "+
-				"while between those bursts the cache is mostly free",
+		sc := faulty(RulePreemptionsFreeCache,
+			"an extraction pipeline (1.5 requests a second: ~3200-token documents behind short instructions, ~40-token answers) "+
+				"is redeployed onto a GPU shared with another model: --gpu-memory-utilization 0.5 leaves a 1050-block pool "+
+				"(16,800 tokens, about five documents), --max-num-seqs is raised to 256 and prefix caching is off; when arrivals bunch "+
+				"the pool runs out for a moment and the newest request is preempted, until an answer finishes and frees its document, "+
+				"so preemptions come every minute while the cache is mostly free on average; the redeploy back restores the pool",
 			RulePreemptionsFreeCache,
 			func(in *Instance) {
-				in.Engine.NumGPUBlocks, in.Engine.MaxNumSeqs, in.Engine.MaxModelLen = 2048, 256, 32768
+				in.Load.RatePerSecond, in.Load.PrefixTokens = 1.5, 128
+				in.Load.SuffixTokens = Dist{Mean: 3200, CV: 0.25, Min: 8}
+				in.Load.OutputTokens = Dist{Mean: 40, CV: 0.5, Min: 4}
 			},
-			func(_ EngineConfig, l Load) (*EngineConfig, *Load) {
-				l.LongFraction = 1.0 / 150
-				l.LongTokens = Dist{Mean: 20000, CV: 0.1, Max: 30000}
-				return nil, &l
+			func(e EngineConfig, _ Load) (*EngineConfig, *Load) {
+				e.NumGPUBlocks, e.GPUMemoryUtilization, e.MaxNumSeqs, e.PrefixCaching = 1050, 0.5, 256, false
+				return &e, nil
 			})
+		return redeployed(sc)
 	},
 	RuleQueueWithFreeCache: func() Scenario {
 		sc := faulty(RuleQueueWithFreeCache,
