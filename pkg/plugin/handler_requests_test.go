@@ -285,7 +285,7 @@ func TestRequestsAndExplain(t *testing.T) {
 	})
 
 	t.Run("a trace backend that is down fails requests downstream while signals answer", func(t *testing.T) {
-		pc := b.pluginContext(map[string]any{"tracesBackend": "jaeger", "tracesUrl": "http://" + freeTraceAddr(t)})
+		pc := b.pluginContext(map[string]any{"tracesBackend": "jaeger", "tracesUrl": "http://" + freeAddr(t)})
 		res := b.runs[sim.RuleKVCacheSaturated]
 		from, to := faultWindow(res)
 		out := b.query(t, pc,
@@ -308,7 +308,7 @@ func TestRequestsAndExplain(t *testing.T) {
 
 	t.Run("with Prometheus down requests come without their metric state, and say why", func(t *testing.T) {
 		pc := b.jaegerDS()
-		pc.DataSourceInstanceSettings.URL = "http://" + freeTraceAddr(t)
+		pc.DataSourceInstanceSettings.URL = "http://" + freeAddr(t)
 		res := b.runs[sim.RuleKVCacheSaturated]
 		from, to := faultWindow(res)
 		f := b.requests(t, pc, from, to, map[string]any{"limit": 10})
@@ -477,7 +477,7 @@ func TestTraceBackendCredentialsAreSentAndNeverEchoed(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			c.jsonData["tracesBackend"], c.jsonData["tracesUrl"] = "jaeger", srv.URL
 			raw, _ := json.Marshal(c.jsonData)
-			id := 1000 + traceDSID.Add(1)
+			id := dataSourceID.Add(1)
 			pc := backend.PluginContext{OrgID: 1, PluginID: "seed-vllm-datasource", DataSourceInstanceSettings: &backend.DataSourceInstanceSettings{
 				ID: id, UID: "creds-" + strconv.FormatInt(id, 10), Type: "seed-vllm-datasource", URL: "http://127.0.0.1:9",
 				JSONData: raw, DecryptedSecureJSONData: c.secure, Updated: time.Now()}}

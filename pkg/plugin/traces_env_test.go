@@ -3,12 +3,10 @@ package plugin
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -174,26 +172,12 @@ func (b *traceBed) waitForSpans(t *testing.T) {
 
 func traceHex(id [16]byte) string { return trace.TraceID(id).String() }
 
-func freeTraceAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// traceDSID makes each data source of these tests a distinct instance for Grafana's instance
-// manager.
-var traceDSID atomic.Int64
-
 // pluginContext is what Grafana sends for a data source on the bed's Prometheus with these
 // trace settings.
 func (b *traceBed) pluginContext(jsonData map[string]any) backend.PluginContext {
 	jsonData["scrapeInterval"] = simScrape.String()
 	raw, _ := json.Marshal(jsonData)
-	id := 1000 + traceDSID.Add(1)
+	id := dataSourceID.Add(1)
 	return backend.PluginContext{
 		OrgID:    1,
 		PluginID: "seed-vllm-datasource",
