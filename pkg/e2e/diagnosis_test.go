@@ -2,6 +2,8 @@ package e2e_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -155,7 +157,12 @@ func testDiagnosisMatchesTruth(t *testing.T, b *bed) {
 		assert.Equal(t, 1.0, c.precision(), "precision of %s", id)
 		assert.Equal(t, 1.0, c.recall(), "recall of %s", id)
 	}
-	t.Logf("precision and recall per rule over %d scenarios × 2 generations:\n%s", len(names), table.String())
+	report := fmt.Sprintf("precision and recall per rule over %d scenarios × 2 generations:\n%s", len(names), table.String())
+	t.Log(report)
+	// CI shows only failing tests' logs: it prints the reports its tests leave here.
+	if dir := os.Getenv("VLLM_DIAG_REPORT_DIR"); dir != "" {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "diagnosis-precision-recall.txt"), []byte(report), 0o644))
+	}
 }
 
 // alertTime is when the alert tests evaluate a fault: a quarter of an hour into it (or just
