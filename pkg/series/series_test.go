@@ -1,0 +1,50 @@
+package series
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+func TestGridIndexIsTheLastPointAtOrBefore(t *testing.T) {
+	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	g := NewGrid(start, start.Add(time.Minute), 15*time.Second)
+	if g.Len != 5 || !g.End().Equal(start.Add(time.Minute)) {
+		t.Fatalf("grid %+v: want 5 points ending at %s", g, start.Add(time.Minute))
+	}
+	tests := []struct {
+		at     time.Duration
+		want   int
+		wantOK bool
+	}{
+		{-time.Second, 0, false},
+		{0, 0, true},
+		{14 * time.Second, 0, true},
+		{15 * time.Second, 1, true},
+		{time.Hour, 4, true},
+	}
+	for _, tt := range tests {
+		i, ok := g.Index(start.Add(tt.at))
+		if i != tt.want || ok != tt.wantOK {
+			t.Errorf("Index(start%+v) = %d, %v; want %d, %v", tt.at, i, ok, tt.want, tt.wantOK)
+		}
+	}
+}
+
+func TestSetKeepsSeriesPerKeyInOrder(t *testing.T) {
+	s := NewSet(NewGrid(time.Unix(0, 0), time.Unix(30, 0), 15*time.Second))
+	b, a := Key{Instance: "b:8000", Model: "m"}, Key{Instance: "a:8000", Model: "m"}
+	x := NewSeries(KVUsage, b, s.Grid.Len)
+	x.Values[1] = 0.5
+	s.Put(x)
+	s.Put(NewSeries(Running, a, s.Grid.Len))
+	if keys := s.Keys(); len(keys) != 2 || keys[0] != a || keys[1] != b {
+		t.Errorf("Keys() = %v, want a then b", keys)
+	}
+	if v := s.Value(b, KVUsage, 1); v != 0.5 {
+		t.Errorf("Value = %v, want 0.5", v)
+	}
+	if v := s.Value(a, KVUsage, 1); !math.IsNaN(v) {
+		t.Errorf("a missing signal reads %v, want NaN", v)
+	}
+}
