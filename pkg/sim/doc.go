@@ -30,4 +30,9 @@
 //     no span, as in vLLM, where aborts are not traced.
 //   - Ground truth lists, per fault, the intervals where its mechanism held; healthy,
 //     low_traffic and restart have none.
+//
+// Simplifications a real vLLM would show differently: no _created series (single-process vLLM
+// prints them; the Go client does not); V0 runs emit spans with the current attribute set; a
+// per-request prefix is modelled as never cached rather than cached and never hit (the same hit
+// rate).
 package sim
