@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -176,16 +175,7 @@ func traceHex(id [16]byte) string { return trace.TraceID(id).String() }
 // trace settings.
 func (b *traceBed) pluginContext(jsonData map[string]any) backend.PluginContext {
 	jsonData["scrapeInterval"] = simScrape.String()
-	raw, _ := json.Marshal(jsonData)
-	id := dataSourceID.Add(1)
-	return backend.PluginContext{
-		OrgID:    1,
-		PluginID: "seed-vllm-datasource",
-		DataSourceInstanceSettings: &backend.DataSourceInstanceSettings{
-			ID: id, UID: "vllm-traces-" + strconv.FormatInt(id, 10), Name: "vLLM traces " + strconv.FormatInt(id, 10),
-			Type: "seed-vllm-datasource", URL: b.prom.URL, JSONData: raw, Updated: time.Now(),
-		},
-	}
+	return pluginContext(b.prom.URL, jsonData)
 }
 
 // jaegerDS is a data source reading the bed's Jaeger, linking traces to Grafana's data source
