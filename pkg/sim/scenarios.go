@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -266,11 +267,18 @@ func Scenarios() []string {
 	return names
 }
 
-// Lookup returns a fresh copy of a built-in scenario.
+// Lookup returns a fresh copy of a built-in scenario, or of Fleet(N) for "fleet-N".
 func Lookup(name string) (Scenario, error) {
+	if n, ok := strings.CutPrefix(name, FleetPrefix); ok {
+		size, err := strconv.Atoi(n)
+		if err != nil {
+			return Scenario{}, fmt.Errorf("scenario %q: want %sN with N a number of instances, such as %s14", name, FleetPrefix, FleetPrefix)
+		}
+		return Fleet(size)
+	}
 	f, ok := catalogue[name]
 	if !ok {
-		return Scenario{}, fmt.Errorf("unknown scenario %q; known scenarios: %s", name, strings.Join(Scenarios(), ", "))
+		return Scenario{}, fmt.Errorf("unknown scenario %q; known scenarios: %s, and %sN (a fleet of N instances)", name, strings.Join(Scenarios(), ", "), FleetPrefix)
 	}
 	return f(), nil
 }

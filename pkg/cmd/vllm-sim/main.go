@@ -52,6 +52,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			sc, _ := sim.Lookup(n)
 			fmt.Fprintf(stdout, "%-24s %s\n", n, sc.Description)
 		}
+		fmt.Fprintf(stdout, "%-24s %s\n", sim.FleetPrefix+"N", "a fleet of N instances, faults on five of them (fleet-14: the fleet of the screenshots)")
 		return nil
 	case "serve":
 		return serve(ctx, args[1:], stdout, stderr)
