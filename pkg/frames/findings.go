@@ -54,44 +54,6 @@ func Findings(res diagnosis.Result) *data.Frame {
 	return frame
 }
 
-// stateColors colour the timeline's states the way Grafana's alert list does.
-var stateColors = data.ValueMappings{data.ValueMapper{
-	string(diagnosis.OK):               {Text: "ok", Color: "green", Index: 0},
-	string(diagnosis.Pending):          {Text: "pending", Color: "yellow", Index: 1},
-	string(diagnosis.Firing):           {Text: "firing", Color: "red", Index: 2},
-	string(diagnosis.InsufficientData): {Text: "insufficient data", Color: "text", Index: 3},
-	string(diagnosis.NotApplicable):    {Text: "not applicable", Color: "transparent", Index: 4},
-}}
-
-// Timeline is the `timeline` format for Grafana's state timeline panel: one frame per instance
-// and model, a time field and one string field per rule (named by rule id, labelled instance and
-// model_name) whose values are the states ok, pending, firing, insufficient_data and
-// not_applicable, coloured by value mappings. Each frame carries the notices of its key.
-func Timeline(res diagnosis.Result) data.Frames {
-	times := gridTimes(res.Grid)
-	out := make(data.Frames, 0, len(res.Timelines))
-	for _, tl := range res.Timelines {
-		frame := data.NewFrame("timeline "+keyName(tl.Key), data.NewField("time", nil, times))
-		for _, rs := range tl.Rules {
-			states := make([]string, len(rs.States))
-			for i, s := range rs.States {
-				states[i] = string(s)
-			}
-			field := data.NewField(rs.Rule, KeyLabels(tl.Key), states)
-			field.Config = &data.FieldConfig{DisplayNameFromDS: displayName(rs.Rule, tl.Key), Mappings: stateColors}
-			frame.Fields = append(frame.Fields, field)
-		}
-		k := tl.Key
-		frame.Meta = &data.FrameMeta{Notices: notices(res.Notices, &k, "")}
-		out = append(out, frame)
-	}
-	if len(out) == 0 {
-		out = append(out, data.NewFrame("timeline"))
-		out[0].Meta = &data.FrameMeta{Notices: notices(res.Notices, nil, "")}
-	}
-	return out
-}
-
 // AlertSeries is the `alert` format for Grafana unified alerting: one numeric series per rule,
 // severity and key (1 while the condition holds, else 0, without the rule's `for`), labelled
 // rule, severity, instance and model_name, as dataplane time-series-multi frames. Each carries

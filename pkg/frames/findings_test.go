@@ -102,44 +102,6 @@ func TestFindingsFrameNoticesNameRuleAndReason(t *testing.T) {
 	}
 }
 
-func TestTimelineIsOneFramePerKeyWithAStringFieldPerRule(t *testing.T) {
-	res := diagnosed(t)
-	frames := Timeline(res)
-	if len(frames) != 2 {
-		t.Fatalf("%d frames, want one per key", len(frames))
-	}
-	states := map[string]bool{}
-	for _, s := range []diagnosis.State{diagnosis.OK, diagnosis.Pending, diagnosis.Firing, diagnosis.InsufficientData, diagnosis.NotApplicable} {
-		states[string(s)] = true
-	}
-	for i, frame := range frames {
-		key := res.Timelines[i].Key
-		if frame.Fields[0].Name != "time" || frame.Fields[0].Len() != res.Grid.Len {
-			t.Fatalf("first field %s of %d", frame.Fields[0].Name, frame.Fields[0].Len())
-		}
-		rules := frame.Fields[1:]
-		if len(rules) != 2 || rules[0].Name != diagnosis.SpecDecodeInefficient || rules[1].Name != diagnosis.KVCacheSaturated {
-			t.Fatalf("rule fields %v", rules)
-		}
-		for _, f := range rules {
-			if f.Type() != data.FieldTypeString || f.Labels["instance"] != key.Instance || f.Labels["model_name"] != key.Model || f.Config == nil || len(f.Config.Mappings) == 0 {
-				t.Fatalf("field %s: %s %v", f.Name, f.Type(), f.Labels)
-			}
-			for j := 0; j < f.Len(); j++ {
-				if !states[f.At(j).(string)] {
-					t.Fatalf("state %q", f.At(j))
-				}
-			}
-		}
-		if len(frame.Meta.Notices) != 1 {
-			t.Fatalf("notices of %v: %+v", key, frame.Meta.Notices)
-		}
-	}
-	if got := frames[0].Fields[2].At(res.Grid.Len - 1); got != string(diagnosis.Firing) {
-		t.Fatalf("saturated instance ends %v", got)
-	}
-}
-
 func TestAlertSeriesAreLabelledTimeSeriesMultiFrames(t *testing.T) {
 	res := diagnosed(t)
 	frames := AlertSeries(res)

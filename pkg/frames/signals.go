@@ -65,12 +65,14 @@ func KeyLabels(k series.Key) data.Labels {
 	return data.Labels{"instance": k.Instance, "model_name": k.Model}
 }
 
+// displayName names a series instance first ("vllm-03:8000 · llama-3-8b · TTFT p99"): in a
+// legend of a fleet, the instance is what a reader looks for.
 func displayName(label string, k series.Key) string {
-	parts := []string{label}
+	var parts []string
 	for _, p := range []string{k.Instance, k.Model} {
 		if p != "" {
 			parts = append(parts, p)
 		}
 	}
-	return strings.Join(parts, " · ")
+	return strings.Join(append(parts, label), " · ")
 }

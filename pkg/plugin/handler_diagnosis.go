@@ -18,6 +18,7 @@ const (
 	FormatFindings = "findings"
 	FormatTimeline = "timeline"
 	FormatAlert    = "alert"
+	FormatFleet    = "fleet"
 )
 
 func handleDiagnosis(ctx context.Context, d *Datasource, q backend.DataQuery, query Query) backend.DataResponse {
@@ -25,10 +26,18 @@ func handleDiagnosis(ctx context.Context, d *Datasource, q backend.DataQuery, qu
 	if format == "" {
 		format = FormatFindings
 	}
-	if format != FormatFindings && format != FormatTimeline && format != FormatAlert {
-		return badQuery(fmt.Errorf("format %q is not one of findings, timeline, alert", format))
+	if format != FormatFindings && format != FormatTimeline && format != FormatAlert && format != FormatFleet {
+		return badQuery(fmt.Errorf("format %q is not one of findings, timeline, alert, fleet", format))
 	}
-	diag, err := d.diagnose(ctx, q, query, query.Rules, nil)
+	keep, err := findingFilter(query)
+	if err != nil {
+		return badQuery(err)
+	}
+	var extra []series.Signal
+	if format == FormatFleet {
+		extra = frames.FleetSignals()
+	}
+	diag, err := d.diagnose(ctx, q, query, query.Rules, extra)
 	if err != nil {
 		return errorResponse(err)
 	}
@@ -38,8 +47,17 @@ func handleDiagnosis(ctx context.Context, d *Datasource, q backend.DataQuery, qu
 		out = frames.Timeline(diag.Result)
 	case FormatAlert:
 		out = frames.AlertSeries(diag.Result)
+	case FormatFleet:
+		out = data.Frames{frames.Fleet(diag.Result, diag.Set)}
 	default:
-		out = data.Frames{frames.Findings(diag.Result)}
+		res := diag.Result
+		res.Findings = nil
+		for _, f := range diag.Result.Findings {
+			if keep(f) {
+				res.Findings = append(res.Findings, f)
+			}
+		}
+		out = data.Frames{frames.Findings(res)}
 	}
 	if len(out) > 0 && len(diag.Set.Keys()) == 0 {
 		if out[0].Meta == nil {
@@ -49,6 +67,23 @@ func handleDiagnosis(ctx context.Context, d *Datasource, q backend.DataQuery, qu
 			Text: "No vLLM series in this range for the selected instances and models: nothing to diagnose."})
 	}
 	return backend.DataResponse{Frames: out}
+}
+
+// findingFilter is the findings format's selection: headline findings only, and the given
+// severities only, when the query asks.
+func findingFilter(query Query) (func(diagnosis.Finding) bool, error) {
+	sevs := map[diagnosis.Severity]bool{}
+	for _, s := range query.Severities {
+		switch sev := diagnosis.Severity(s); sev {
+		case diagnosis.Critical, diagnosis.Warning, diagnosis.Info:
+			sevs[sev] = true
+		default:
+			return nil, fmt.Errorf("severity %q is not one of critical, warning, info", s)
+		}
+	}
+	return func(f diagnosis.Finding) bool {
+		return (!query.HeadlineOnly || f.Headline) && (len(sevs) == 0 || sevs[f.Severity])
+	}, nil
 }
 
 // Diagnosis is the evaluated matrix over a query's range, with the signals it rests on.

@@ -74,33 +74,36 @@ func handleVerdict(ctx context.Context, d *Datasource, q backend.DataQuery, quer
 }
 
 // baselineWindow reads the query's baseline (RFC 3339, epoch milliseconds, or Grafana's
-// relative time such as now-7d) and checks it lies wholly before the current window. Without
-// baselineTo the baseline lasts as long as the current window.
+// relative time such as now-7d) and checks it lies before the current window (verdict.
+// CheckBaseline: windows that touch do not overlap). A baseline given by one end lasts as long
+// as the current window; without either end it is the window just before the current one
+// (verdict.Before), so a verdict panel answers with its defaults.
 func baselineWindow(query Query, current verdict.Window, now time.Time) (verdict.Window, error) {
 	const forms = "RFC 3339 such as 2026-08-01T10:00:00Z, or relative such as now-7d"
-	if strings.TrimSpace(query.BaselineFrom) == "" {
-		return verdict.Window{}, fmt.Errorf("a verdict query needs baselineFrom, the start of the window to compare with (%s)", forms)
-	}
 	tr := gtime.TimeRange{From: strings.TrimSpace(query.BaselineFrom), To: strings.TrimSpace(query.BaselineTo), Now: now}
-	from, err := tr.ParseFrom()
-	if err != nil {
-		return verdict.Window{}, fmt.Errorf("baselineFrom %q is not a time: write %s", query.BaselineFrom, forms)
-	}
-	to := from.Add(current.To.Sub(current.From))
-	if tr.To != "" {
-		if to, err = tr.ParseTo(); err != nil {
+	length := current.To.Sub(current.From)
+	var b verdict.Window
+	var err error
+	switch {
+	case tr.From == "" && tr.To == "":
+		return verdict.Before(current), nil
+	case tr.From == "":
+		if b.To, err = tr.ParseTo(); err != nil {
 			return verdict.Window{}, fmt.Errorf("baselineTo %q is not a time: write %s", query.BaselineTo, forms)
 		}
+		b.From = b.To.Add(-length)
+	default:
+		if b.From, err = tr.ParseFrom(); err != nil {
+			return verdict.Window{}, fmt.Errorf("baselineFrom %q is not a time: write %s", query.BaselineFrom, forms)
+		}
+		b.To = b.From.Add(length)
+		if tr.To != "" {
+			if b.To, err = tr.ParseTo(); err != nil {
+				return verdict.Window{}, fmt.Errorf("baselineTo %q is not a time: write %s", query.BaselineTo, forms)
+			}
+		}
 	}
-	switch {
-	case !to.After(from):
-		return verdict.Window{}, fmt.Errorf("the baseline ends (%s) before it starts (%s): baselineTo must be after baselineFrom", stamp(to), stamp(from))
-	case !from.Before(current.From):
-		return verdict.Window{}, fmt.Errorf("the baseline (%s to %s) is not before the query's time range (%s to %s): choose a baseline that ends before the range starts", stamp(from), stamp(to), stamp(current.From), stamp(current.To))
-	case to.After(current.From):
-		return verdict.Window{}, fmt.Errorf("the baseline (%s to %s) overlaps the query's time range (%s to %s): end it at or before %s", stamp(from), stamp(to), stamp(current.From), stamp(current.To), stamp(current.From))
-	}
-	return verdict.Window{From: from, To: to}, nil
+	return verdict.CheckBaseline(b, current)
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }

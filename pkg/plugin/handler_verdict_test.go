@@ -297,6 +297,9 @@ func TestBaselineWindowReadsAbsoluteAndRelativeTimes(t *testing.T) {
 		{"without baselineTo the baseline lasts as long as the range", "now-7d", "", verdict.Window{From: week, To: week.Add(time.Hour)}},
 		{"epoch milliseconds", "1785578400000", "1785582000000", verdict.Window{From: time.UnixMilli(1785578400000), To: time.UnixMilli(1785582000000)}},
 		{"ending where the range starts", "now-2h", "now-1h", verdict.Window{From: now.Add(-2 * time.Hour), To: now.Add(-time.Hour)}},
+		{"touching the range as Grafana's and the plugin's now differ", "2026-08-08T10:00:00Z", "2026-08-08T11:00:00.250Z", verdict.Window{From: now.Add(-2 * time.Hour), To: now.Add(-time.Hour)}},
+		{"without either end, the window just before the range", "", "", verdict.Window{From: now.Add(-2 * time.Hour), To: now.Add(-time.Hour)}},
+		{"baselineTo alone: as long as the range", "", "now-1d", verdict.Window{From: now.Add(-25 * time.Hour), To: now.Add(-24 * time.Hour)}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -325,7 +328,7 @@ func TestVerdictBadInputIsAPluginErrorPerQuery(t *testing.T) {
 		model map[string]any
 		says  string
 	}{
-		{"baselineFrom missing", map[string]any{"baselineTo": "now-1d"}, "needs baselineFrom"},
+		{"malformed baselineTo alone", map[string]any{"baselineTo": "yesterday"}, `baselineTo "yesterday" is not a time`},
 		{"malformed baselineFrom", map[string]any{"baselineFrom": "last tuesday"}, `baselineFrom "last tuesday" is not a time`},
 		{"malformed baselineTo", map[string]any{"baselineFrom": "now-1d", "baselineTo": "2026-13-45"}, `baselineTo "2026-13-45" is not a time`},
 		{"baseline after the range", map[string]any{"baselineFrom": "now+1h", "baselineTo": "now+2h"}, "is not before the query's time range"},

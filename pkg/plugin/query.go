@@ -27,6 +27,11 @@ type Query struct {
 
 	Format string   `json:"format"`
 	Rules  []string `json:"rules"`
+	// HeadlineOnly keeps each instance's headline finding only (its likely bottleneck), as the
+	// dashboards' annotations ask; Severities keeps the findings of these severities (empty =
+	// all), so that one annotation query per severity colours its regions.
+	HeadlineOnly bool     `json:"headlineOnly"`
+	Severities   []string `json:"severities"`
 
 	AnomalousOnly bool    `json:"anomalousOnly"`
 	MinTTFT       float64 `json:"minTtft"`

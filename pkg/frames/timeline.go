@@ -1,0 +1,222 @@
+package frames
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+
+	"github.com/seed/vllm-datasource/pkg/diagnosis"
+	"github.com/seed/vllm-datasource/pkg/series"
+)
+
+// ReadableRows is how many rows a state timeline panel draws legibly at its provisioned
+// height. Past it, the timeline drops the instances that were ok throughout.
+const ReadableRows = 30
+
+// stateColors colour the timeline's rule states the way Grafana's alert list does.
+var stateColors = data.ValueMapper{
+	string(diagnosis.OK):               {Text: "ok", Color: "green", Index: 0},
+	string(diagnosis.Pending):          {Text: "pending", Color: "yellow", Index: 1},
+	string(diagnosis.Firing):           {Text: "firing", Color: "red", Index: 2},
+	string(diagnosis.InsufficientData): {Text: "insufficient data", Color: "text", Index: 3},
+	string(diagnosis.NotApplicable):    {Text: "not applicable", Color: "transparent", Index: 4},
+}
+
+// SeverityColors are the colours of a finding's severity, shared by the timeline's headline
+// rows and the fleet table; "ok" is an instance without a finding.
+var SeverityColors = map[string]string{
+	string(diagnosis.Critical): "red",
+	string(diagnosis.Warning):  "orange",
+	string(diagnosis.Info):     "blue",
+	"pending":                  "yellow",
+	"ok":                       "green",
+}
+
+// HeadlineValue is a headline row's value at a step where a rule fires or is pending: the
+// state (a severity, or "pending") and the rule, so that one value mapping gives both the
+// colour and the rule's name as the text.
+func HeadlineValue(state, rule string) string { return state + "/" + rule }
+
+// headlineMappings map every value a headline row can take: the rule states, and each rule at
+// each severity and pending, shown as the rule's name in the severity's colour.
+func headlineMappings(rules []diagnosis.Rule) data.ValueMappings {
+	m := data.ValueMapper{}
+	for k, v := range stateColors {
+		m[k] = v
+	}
+	i := len(m)
+	for _, r := range rules {
+		for _, st := range []string{string(diagnosis.Critical), string(diagnosis.Warning), string(diagnosis.Info), "pending"} {
+			text := r.ID
+			if st == "pending" {
+				text += " (pending)"
+			}
+			m[HeadlineValue(st, r.ID)] = data.ValueMappingResult{Text: text, Color: SeverityColors[st], Index: i}
+			i++
+		}
+	}
+	return data.ValueMappings{m}
+}
+
+// Timeline is the `timeline` format for Grafana's state timeline panel: one frame per instance
+// and model, worst first. Its first string field, `headline`, is the instance's state at each
+// step: the most severe finding firing then (its severity and rule, see HeadlineValue), else a
+// pending rule, else ok (or insufficient data / not applicable when no rule could tell). One
+// string field per rule follows (states ok, pending, firing, insufficient_data,
+// not_applicable) for every rule when the range holds one instance, and otherwise only for the
+// rules that were pending or firing on that instance in the range. When more than ReadableRows
+// rows would be drawn, instances that were ok throughout are dropped, and a notice says how
+// many: at 500 instances the panel shows the ones that had something. The first frame carries every notice of the evaluation.
+func Timeline(res diagnosis.Result) data.Frames {
+	times := gridTimes(res.Grid)
+	instances := map[string]bool{}
+	for _, tl := range res.Timelines {
+		instances[tl.Key.Instance] = true
+	}
+	allRules := len(instances) == 1
+	byKey := map[series.Key][]diagnosis.Finding{}
+	for _, f := range res.Findings {
+		byKey[f.Key] = append(byKey[f.Key], f)
+	}
+	mappings := headlineMappings(res.Rules)
+
+	type row struct {
+		frame *data.Frame
+		worst int
+		quiet bool
+	}
+	rows := make([]row, 0, len(res.Timelines))
+	drawn := 0
+	for _, tl := range res.Timelines {
+		values, worst := headlineStates(tl, byKey[tl.Key], times)
+		head := data.NewField("headline", KeyLabels(tl.Key), values)
+		head.Config = &data.FieldConfig{DisplayNameFromDS: keyDisplay(tl.Key), Mappings: mappings}
+		frame := data.NewFrame("timeline "+keyName(tl.Key), data.NewField("time", nil, times), head)
+		for _, rs := range tl.Rules {
+			if !allRules && !eventful(rs.States) {
+				continue
+			}
+			states := make([]string, len(rs.States))
+			for i, s := range rs.States {
+				states[i] = string(s)
+			}
+			field := data.NewField(rs.Rule, KeyLabels(tl.Key), states)
+			field.Config = &data.FieldConfig{DisplayNameFromDS: displayName(rs.Rule, tl.Key), Mappings: data.ValueMappings{stateColors}}
+			frame.Fields = append(frame.Fields, field)
+		}
+		rows = append(rows, row{frame: frame, worst: worst, quiet: worst < 0})
+		drawn += len(frame.Fields) - 1
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].worst > rows[j].worst })
+
+	var out data.Frames
+	dropQuiet := drawn > ReadableRows && !allRules
+	dropped := 0
+	for _, r := range rows {
+		if r.quiet && dropQuiet {
+			dropped++
+			continue
+		}
+		out = append(out, r.frame)
+	}
+	if len(out) == 0 {
+		out = append(out, data.NewFrame("timeline"))
+	}
+	meta := &data.FrameMeta{Notices: notices(res.Notices, nil, "")}
+	if dropped > 0 {
+		meta.Notices = append([]data.Notice{{Severity: data.NoticeSeverityInfo, Text: fmt.Sprintf(
+			"%d of %d instances were ok throughout the range and are not drawn; select an instance to see all its rules.",
+			dropped, len(rows))}}, meta.Notices...)
+	}
+	out[0].Meta = meta
+	return out
+}
+
+// headlineStates is a key's headline value at each step, and the worst state it reached over
+// the range as a rank (-1 when it was never pending or firing).
+func headlineStates(tl diagnosis.Timeline, findings []diagnosis.Finding, times []time.Time) ([]string, int) {
+	out := make([]string, len(times))
+	worst := -1
+	for i, t := range times {
+		best, bestRank := "", -1
+		var ok, insufficient bool
+		for _, rs := range tl.Rules {
+			switch rs.States[i] {
+			case diagnosis.Firing:
+				sev := firingSeverity(findings, rs.Rule, t)
+				if r := severityRank(sev); r > bestRank {
+					best, bestRank = HeadlineValue(sev, rs.Rule), r
+				}
+			case diagnosis.Pending:
+				if r := severityRank("pending"); r > bestRank {
+					best, bestRank = HeadlineValue("pending", rs.Rule), r
+				}
+			case diagnosis.OK:
+				ok = true
+			case diagnosis.InsufficientData:
+				insufficient = true
+			}
+		}
+		switch {
+		case best != "":
+			out[i] = best
+		case ok:
+			out[i] = string(diagnosis.OK)
+		case insufficient:
+			out[i] = string(diagnosis.InsufficientData)
+		default:
+			out[i] = string(diagnosis.NotApplicable)
+		}
+		if bestRank > worst {
+			worst = bestRank
+		}
+	}
+	return out, worst
+}
+
+// firingSeverity is the severity of the rule's finding that covers t (a secondary finding is
+// info); the rule fires only inside one of its findings, so warning is only a fallback.
+func firingSeverity(findings []diagnosis.Finding, rule string, t time.Time) string {
+	for _, f := range findings {
+		if f.Rule == rule && !t.Before(f.Start) && !t.After(f.End) {
+			return string(f.Severity)
+		}
+	}
+	return string(diagnosis.Warning)
+}
+
+// severityRank orders headline states: pending below info, info below warning below critical;
+// -1 for anything else.
+func severityRank(s string) int {
+	switch s {
+	case "pending":
+		return 0
+	case string(diagnosis.Info):
+		return 1
+	case string(diagnosis.Warning):
+		return 2
+	case string(diagnosis.Critical):
+		return 3
+	}
+	return -1
+}
+
+// eventful reports whether a rule was pending or firing at some step.
+func eventful(states []diagnosis.State) bool {
+	for _, s := range states {
+		if s == diagnosis.Pending || s == diagnosis.Firing {
+			return true
+		}
+	}
+	return false
+}
+
+// keyDisplay names a key instance first, as every display name of this data source does.
+func keyDisplay(k series.Key) string {
+	if k.Model == "" {
+		return k.Instance
+	}
+	return k.Instance + " · " + k.Model
+}

@@ -1,0 +1,147 @@
+package frames
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+
+	"github.com/seed/vllm-datasource/pkg/diagnosis"
+	"github.com/seed/vllm-datasource/pkg/series"
+)
+
+// fleetDiagnosed is 15 minutes of n instances, the first of them with a saturated KV cache,
+// the others calm; rules kv_cache_saturated and spec_decode_inefficient (not applicable).
+func fleetDiagnosed(t *testing.T, n int) diagnosis.Result {
+	t.Helper()
+	const steps = 60
+	set := series.NewSet(series.Grid{Start: start, Step: 15 * time.Second, Len: steps})
+	put := func(k series.Key, sig series.Signal, v float64) {
+		s := series.NewSeries(sig, k, steps)
+		for i := range s.Values {
+			s.Values[i] = v
+		}
+		set.Put(s)
+	}
+	for i := 0; i < n; i++ {
+		k := series.Key{Instance: fmt.Sprintf("vllm-%03d:8000", i), Model: "llama"}
+		if i == 0 {
+			put(k, series.KVUsage, 0.97)
+			put(k, series.PreemptionRate, 2.3)
+			continue
+		}
+		put(k, series.KVUsage, 0.4)
+		put(k, series.PreemptionRate, 0)
+	}
+	set.Absent[series.SpecAcceptanceRate] = "speculative decoding is off"
+	res, err := diagnosis.Evaluate(set, diagnosis.Options{Rules: []string{diagnosis.KVCacheSaturated, diagnosis.SpecDecodeInefficient}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// rowsOf lists a timeline's rows (every field but time) by display name, and checks that each
+// row's every value has a value mapping.
+func rowsOf(t *testing.T, frames data.Frames) []string {
+	t.Helper()
+	var rows []string
+	for _, f := range frames {
+		if len(f.Fields) == 0 {
+			continue
+		}
+		if f.Fields[0].Name != "time" {
+			t.Fatalf("frame %s starts with %s", f.Name, f.Fields[0].Name)
+		}
+		for _, field := range f.Fields[1:] {
+			rows = append(rows, field.Config.DisplayNameFromDS)
+			mapped := field.Config.Mappings[0].(data.ValueMapper)
+			for i := 0; i < field.Len(); i++ {
+				if _, ok := mapped[field.At(i).(string)]; !ok {
+					t.Fatalf("row %s: value %q has no mapping", field.Config.DisplayNameFromDS, field.At(i))
+				}
+			}
+		}
+	}
+	return rows
+}
+
+func TestTimelineShowsAHeadlineRowPerInstanceAndOnlyTheRulesThatHappened(t *testing.T) {
+	res := diagnosed(t)
+	frames := Timeline(res)
+	got := rowsOf(t, frames)
+	// The saturated instance's rule row follows its headline; the calm one has only a headline.
+	want := []string{
+		keySat.Instance + " · llama",
+		keySat.Instance + " · llama · " + diagnosis.KVCacheSaturated,
+		keyCalm.Instance + " · llama",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("rows\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	head := frames[0].Fields[1]
+	if head.Name != "headline" || head.Labels["instance"] != keySat.Instance {
+		t.Fatalf("first row %s %v", head.Name, head.Labels)
+	}
+	if got := head.At(0); got != HeadlineValue("pending", diagnosis.KVCacheSaturated) {
+		t.Errorf("saturated instance starts %v, want pending (the rule's `for` has not passed)", got)
+	}
+	last := head.At(head.Len() - 1).(string)
+	if last != HeadlineValue(string(diagnosis.Critical), diagnosis.KVCacheSaturated) {
+		t.Errorf("saturated instance ends %v", last)
+	}
+	if m := head.Config.Mappings[0].(data.ValueMapper)[last]; m.Text != diagnosis.KVCacheSaturated || m.Color != "red" {
+		t.Errorf("headline %q maps to %+v, want the rule's name in red", last, m)
+	}
+	if calm := frames[1].Fields[1]; calm.At(0) != string(diagnosis.OK) {
+		t.Errorf("calm instance is %v", calm.At(0))
+	}
+	if frames[0].Meta == nil || len(frames[0].Meta.Notices) == 0 {
+		t.Error("the not-applicable notice of spec_decode_inefficient is missing")
+	}
+}
+
+func TestTimelineOfOneInstanceShowsEveryRule(t *testing.T) {
+	res := fleetDiagnosed(t, 1)
+	got := rowsOf(t, Timeline(res))
+	if len(got) != 1+len(res.Rules) {
+		t.Fatalf("rows %v, want the headline and one per rule", got)
+	}
+}
+
+func TestTimelineOfALargeFleetDropsTheQuietInstancesWithANotice(t *testing.T) {
+	for _, n := range []int{ReadableRows, 500} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			res := fleetDiagnosed(t, n)
+			frames := Timeline(res)
+			got := rowsOf(t, frames)
+			if len(got) != 2 || !strings.HasPrefix(got[0], "vllm-000:8000") {
+				t.Fatalf("rows %v, want the saturated instance's headline and rule", got)
+			}
+			want := fmt.Sprintf("%d of %d instances were ok throughout", n-1, n)
+			if len(frames[0].Meta.Notices) == 0 || !strings.HasPrefix(frames[0].Meta.Notices[0].Text, want) {
+				t.Errorf("notices %+v, want one saying %q", frames[0].Meta.Notices, want)
+			}
+		})
+	}
+}
+
+func TestTimelineOfASmallFleetKeepsItsQuietInstances(t *testing.T) {
+	n := ReadableRows - 2 // with the saturated instance's rule row: ReadableRows rows
+	got := rowsOf(t, Timeline(fleetDiagnosed(t, n)))
+	if len(got) != n+1 {
+		t.Fatalf("%d rows, want %d", len(got), n+1)
+	}
+}
+
+func TestTimelineOfNoInstanceIsOneFrameWithItsNotices(t *testing.T) {
+	res, err := diagnosis.Evaluate(series.NewSet(series.Grid{Start: start, Step: time.Minute, Len: 5}), diagnosis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if frames := Timeline(res); len(frames) != 1 || frames[0].Meta == nil {
+		t.Fatalf("frames %v", frames)
+	}
+}

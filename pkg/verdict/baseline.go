@@ -1,0 +1,37 @@
+package verdict
+
+import (
+	"fmt"
+	"time"
+)
+
+// Touch is how far a baseline may reach into the current window and still count as ending
+// where it starts. Grafana resolves a dashboard's `now-1h` when it sends the query, and the
+// data source resolves the baseline's `now-1h` when it receives it, moments later: the two
+// windows touch, and were meant to.
+const Touch = time.Minute
+
+// Before is the default baseline: the window as long as current that ends where current
+// starts ("the hour before" a one-hour range).
+func Before(current Window) Window {
+	return Window{From: current.From.Add(-current.To.Sub(current.From)), To: current.From}
+}
+
+// CheckBaseline checks that a baseline lies before the current window. Windows that touch are
+// not overlapping: a baseline that ends at most Touch after the current window starts is cut
+// to end there.
+func CheckBaseline(b, current Window) (Window, error) {
+	switch {
+	case !b.To.After(b.From):
+		return Window{}, fmt.Errorf("the baseline ends (%s) before it starts (%s): baselineTo must be after baselineFrom", stamp(b.To), stamp(b.From))
+	case !b.From.Before(current.From):
+		return Window{}, fmt.Errorf("the baseline (%s to %s) is not before the query's time range (%s to %s): choose a baseline that ends before the range starts", stamp(b.From), stamp(b.To), stamp(current.From), stamp(current.To))
+	case b.To.After(current.From.Add(Touch)):
+		return Window{}, fmt.Errorf("the baseline (%s to %s) overlaps the query's time range (%s to %s): end it at or before %s", stamp(b.From), stamp(b.To), stamp(current.From), stamp(current.To), stamp(current.From))
+	case b.To.After(current.From):
+		b.To = current.From
+	}
+	return b, nil
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
