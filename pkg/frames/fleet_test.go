@@ -3,8 +3,8 @@ package frames
 import (
 	"encoding/json"
 	"math"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/seed/vllm-datasource/pkg/diagnosis"
 	"github.com/seed/vllm-datasource/pkg/series"
