@@ -167,7 +167,7 @@ func checkQuery(q plugin.Query) string {
 			}
 		}
 	case plugin.QueryTypeDiagnosis:
-		if !slices.Contains([]string{"", "findings", "timeline", "alert"}, q.Format) {
+		if !slices.Contains([]string{"", plugin.FormatFindings, plugin.FormatTimeline, plugin.FormatAlert, plugin.FormatFleet}, q.Format) {
 			return fmt.Sprintf("unknown format %q", q.Format)
 		}
 		if _, err := diagnosis.Rules(q.Rules, nil); err != nil {
