@@ -48,6 +48,8 @@ module.exports = {
       'web-worker',
       'quick-lru',
       'stylis',
+      // @grafana/plugin-ui is CommonJS, but brings its own ES-module uuid under its node_modules.
+      '@grafana/plugin-ui',
     ].join('|')})/)`,
   ],
   moduleNameMapper: {

@@ -33,6 +33,7 @@ export const selectors = {
     spanInstanceAttribute: 'vllm-config-span-instance-attribute',
     spanModelAttribute: 'vllm-config-span-model-attribute',
     thresholds: 'vllm-config-thresholds',
+    thresholdGroup: (rule: string) => `vllm-config-threshold-group-${rule}`,
     threshold: (rule: string, param: string) => `vllm-config-threshold-${rule}-${param}`,
     rulesError: 'vllm-config-rules-error',
   },

@@ -6,7 +6,7 @@ import { useState } from 'react';
 import { selectors } from '../selectors';
 import { RULES } from '../testUtils';
 import { type VllmDataSourceOptions, type VllmSecureJsonData } from '../types';
-import { ConfigEditor } from './ConfigEditor';
+import { ConfigEditor, DOCS } from './ConfigEditor';
 import { typeAndLeave } from './userActions';
 
 // Stand-ins for Grafana's services: the backend's rules route (answered by mockGet) and the
@@ -83,20 +83,69 @@ const tempo = { tracesBackend: 'tempo' as const };
 
 beforeEach(() => mockGet.mockReset());
 
-describe('ConfigEditor: Prometheus', () => {
-  it('shows the data source URL in Grafana HTTP settings', async () => {
+describe('ConfigEditor: sections', () => {
+  it('lays the page out in the sections of Grafana data source pages, each with a heading', async () => {
     await setup(settings());
-    expect(screen.getByDisplayValue('http://prometheus:9090')).toBeInTheDocument();
+    for (const heading of [
+      'Connection',
+      'Authentication',
+      'Additional settings',
+      'vLLM metrics',
+      'Traces',
+      'Rule thresholds',
+    ]) {
+      expect(screen.getByRole('heading', { name: heading })).toBeInTheDocument();
+    }
   });
 
-  it('offers basic auth, TLS and custom headers for Prometheus', async () => {
+  it('links each section to the README section that explains it', async () => {
     await setup(settings());
-    expect(screen.getByText('Basic auth')).toBeInTheDocument();
-    expect(screen.getByText('With CA Cert')).toBeInTheDocument();
-    expect(screen.getByText('Skip TLS Verify')).toBeInTheDocument();
-    expect(screen.getByRole('button', { name: /Add header/ })).toBeInTheDocument();
+    const hrefs = screen.getAllByRole('link').map((a) => a.getAttribute('href'));
+    expect(hrefs).toEqual(expect.arrayContaining([DOCS.settings, DOCS.queries, DOCS.matrix]));
+    for (const href of Object.values(DOCS)) {
+      expect(href).toMatch(/README\.md#[a-z-]+$/);
+    }
+  });
+});
+
+describe('ConfigEditor: Prometheus connection', () => {
+  it('shows the Prometheus URL in the connection section and saves a new one', async () => {
+    const { user, last } = await setup(settings());
+    const url = screen.getByDisplayValue('http://prometheus:9090');
+    await user.clear(url);
+    await user.type(url, 'http://thanos:10902');
+    expect(last()?.url).toBe('http://thanos:10902');
   });
 
+  it('offers no auth, basic auth, TLS and custom headers', async () => {
+    await setup(settings());
+    expect(screen.getByText('No Authentication')).toBeInTheDocument();
+    expect(screen.getByText('TLS settings')).toBeInTheDocument();
+    expect(screen.getByText('HTTP headers')).toBeInTheDocument();
+  });
+
+  it('shows basic auth with its user, and resets a saved password through Grafana secure fields', async () => {
+    const { user, last } = await setup({
+      ...settings({}, { basicAuthPassword: true }),
+      basicAuth: true,
+      basicAuthUser: 'grafana',
+    });
+    expect(screen.getByDisplayValue('grafana')).toBeInTheDocument();
+    await user.click(screen.getByRole('button', { name: 'Reset' }));
+    expect(last()?.secureJsonFields).toMatchObject({ basicAuthPassword: false });
+    expect(JSON.stringify(last()?.jsonData)).not.toContain('basicAuthPassword');
+  });
+
+  it('folds the advanced HTTP settings (timeout, cookies) until opened', async () => {
+    const { user } = await setup(settings());
+    expect(screen.queryByText('Timeout')).not.toBeInTheDocument();
+    await user.click(screen.getByRole('button', { name: /Additional settings/ }));
+    expect(screen.getByText('Timeout')).toBeInTheDocument();
+    expect(screen.getByText('Allowed cookies')).toBeInTheDocument();
+  });
+});
+
+describe('ConfigEditor: vLLM metrics', () => {
   it.each<[string, string, string, Partial<VllmDataSourceOptions>]>([
     ['the scrape interval', ids.scrapeInterval, '1m', { scrapeInterval: '1m' }],
     ['label matchers', ids.labelMatchers, '{job="vllm"}', { labelMatchers: '{job="vllm"}' }],
@@ -207,26 +256,51 @@ describe('ConfigEditor: trace secrets', () => {
 });
 
 describe('ConfigEditor: thresholds', () => {
-  it('lists every rule parameter from the backend with its default', async () => {
+  const group = (rule: string) => screen.getByTestId(ids.thresholdGroup(rule));
+  const open = async (user: ReturnType<typeof userEvent.setup>, rule: string) => {
+    await screen.findByTestId(ids.thresholdGroup(rule));
+    await user.click(within(group(rule)).getByRole('button', { name: new RegExp(rule) }));
+  };
+
+  it('groups the parameters per rule, with its symptom, folded by default', async () => {
     await setup(settings());
-    const table = screen.getByTestId(ids.thresholds);
-    expect(await within(table).findByText('preemption_rate')).toBeInTheDocument();
-    expect(within(table).getByText('0.85 ratio')).toBeInTheDocument();
-    expect(within(table).getByText('0.5 /s')).toBeInTheDocument();
-    expect(within(table).getByText('ratio')).toBeInTheDocument();
+    expect(await screen.findByTestId(ids.thresholdGroup('kv_cache_saturated'))).toBeInTheDocument();
+    for (const r of RULES) {
+      expect(within(group(r.id)).getByText(r.symptom)).toBeInTheDocument();
+    }
+    expect(screen.queryByTestId(ids.threshold('kv_cache_saturated', 'kv_usage'))).not.toBeInTheDocument();
     expect(mockGet).toHaveBeenCalledWith('api/datasources/uid/vllm-uid/resources/rules');
+  });
+
+  it('shows each parameter of an opened rule with its unit and default', async () => {
+    const { user } = await setup(settings());
+    await open(user, 'kv_cache_saturated');
+    const g = group('kv_cache_saturated');
+    expect(within(g).getByTestId(ids.threshold('kv_cache_saturated', 'kv_usage'))).toHaveAttribute(
+      'placeholder',
+      '0.85'
+    );
+    expect(within(g).getByText('default 0.85 ratio')).toBeInTheDocument();
+    expect(within(g).getByText('default 0.5 /s')).toBeInTheDocument();
+  });
+
+  it('opens by itself a rule with an override, and says how many', async () => {
+    await setup(settings({ thresholds: { prefill_blocking: { ratio: 3 } } }));
+    expect(await screen.findByTestId(ids.threshold('prefill_blocking', 'ratio'))).toHaveValue('3');
+    expect(within(group('prefill_blocking')).getByText('prefill_blocking (1 overridden)')).toBeInTheDocument();
+    expect(screen.queryByTestId(ids.threshold('kv_cache_saturated', 'kv_usage'))).not.toBeInTheDocument();
   });
 
   it('saves a numeric override', async () => {
     const { user, last } = await setup(settings());
-    await screen.findByTestId(ids.threshold('kv_cache_saturated', 'kv_usage'));
+    await open(user, 'kv_cache_saturated');
     await typeAndLeave(user, ids.threshold('kv_cache_saturated', 'kv_usage'), '0.9');
     expect(last()?.jsonData.thresholds).toEqual({ kv_cache_saturated: { kv_usage: 0.9 } });
   });
 
   it('refuses a threshold that is not a number, inline, and saves nothing', async () => {
     const { user, onOptionsChange } = await setup(settings());
-    await screen.findByTestId(ids.threshold('prefill_blocking', 'ratio'));
+    await open(user, 'prefill_blocking');
     await typeAndLeave(user, ids.threshold('prefill_blocking', 'ratio'), 'high');
     expect(screen.getByRole('alert')).toHaveTextContent(/Enter a number/);
     expect(onOptionsChange).not.toHaveBeenCalled();
@@ -234,8 +308,7 @@ describe('ConfigEditor: thresholds', () => {
 
   it('clearing the last override of a rule removes the rule and the empty table', async () => {
     const { user, last } = await setup(settings({ thresholds: { prefill_blocking: { ratio: 3 } } }));
-    const input = await screen.findByTestId(ids.threshold('prefill_blocking', 'ratio'));
-    expect(input).toHaveValue('3');
+    await screen.findByTestId(ids.threshold('prefill_blocking', 'ratio'));
     await typeAndLeave(user, ids.threshold('prefill_blocking', 'ratio'), '');
     expect(last()?.jsonData).not.toHaveProperty('thresholds');
   });

@@ -1,15 +1,16 @@
 import { css } from '@emotion/css';
 import { type DataSourcePluginOptionsEditorProps, type GrafanaTheme2, type SelectableValue } from '@grafana/data';
-import { DataSourcePicker, getBackendSrv } from '@grafana/runtime';
 import {
-  DataSourceHttpSettings,
-  InlineField,
-  InlineFieldRow,
-  RadioButtonGroup,
-  SecretInput,
-  Text,
-  useStyles2,
-} from '@grafana/ui';
+  AdvancedHttpSettings,
+  Auth,
+  ConfigSection,
+  ConfigSubSection,
+  ConnectionSettings,
+  convertLegacyAuthProps,
+  DataSourceDescription,
+} from '@grafana/plugin-ui';
+import { DataSourcePicker, getBackendSrv } from '@grafana/runtime';
+import { Divider, InlineField, InlineFieldRow, RadioButtonGroup, SecretInput, TextLink, useStyles2 } from '@grafana/ui';
 import { useCallback } from 'react';
 
 import { selectors } from '../selectors';
@@ -36,6 +37,22 @@ type SecretSetting = 'tracesBasicAuthPassword' | 'tracesBearerToken';
 
 const LABEL_WIDTH = 26;
 const ids = selectors.configEditor;
+
+/** The README's sections that explain each part of this page. */
+const README = 'https://github.com/seed/vllm-datasource/blob/main/README.md';
+export const DOCS = {
+  settings: `${README}#settings`,
+  matrix: `${README}#the-diagnosis-matrix`,
+  queries: `${README}#queries`,
+} as const;
+
+function DocsLink({ href, children }: { href: string; children: string }) {
+  return (
+    <TextLink href={href} external inline>
+      {children}
+    </TextLink>
+  );
+}
 
 const BACKEND_OPTIONS: Array<SelectableValue<TracesBackend>> = [
   { label: 'Tempo', value: 'tempo' },
@@ -69,7 +86,6 @@ function fetchRules(uid: string): Promise<RuleInfo[]> {
 }
 
 export function ConfigEditor({ options, onOptionsChange }: Props) {
-  const styles = useStyles2(getStyles);
   const jsonData = options.jsonData;
   const secureJsonFields = options.secureJsonFields ?? {};
   const secureJsonData = options.secureJsonData ?? {};
@@ -136,152 +152,210 @@ export function ConfigEditor({ options, onOptionsChange }: Props) {
 
   return (
     <>
-      <DataSourceHttpSettings
-        defaultUrl="http://localhost:9090"
-        dataSourceConfig={options}
+      <DataSourceDescription dataSourceName="vLLM Diagnosis" docsLink={DOCS.settings} hasRequiredFields />
+      <Divider />
+      <ConnectionSettings
+        config={options}
         onChange={onOptionsChange}
-        showAccessOptions={false}
+        urlLabel="Prometheus URL"
+        urlPlaceholder="http://localhost:9090"
+        urlTooltip="Prometheus, Thanos, Mimir, VictoriaMetrics: anything with the Prometheus HTTP API that scrapes vLLM"
       />
+      <Divider />
+      <Auth {...convertLegacyAuthProps({ config: options, onChange: onOptionsChange })} />
+      <Divider />
+      <ConfigSection
+        title="Additional settings"
+        description="Timeout and cookies of the Prometheus connection."
+        isCollapsible
+        isInitiallyOpen={false}
+      >
+        <AdvancedHttpSettings config={options} onChange={onOptionsChange} />
+      </ConfigSection>
+      <Divider />
 
-      <div className={styles.heading}>
-        <Text element="h3">vLLM metrics</Text>
-      </div>
-      {text(
-        'scrapeInterval',
-        'Scrape interval',
-        ids.scrapeInterval,
-        validateDuration,
-        'The Prometheus scrape interval of the vLLM targets; windows are at least 4 times it'
-      )}
-      {text(
-        'labelMatchers',
-        'Label matchers',
-        ids.labelMatchers,
-        validateMatchers,
-        'Extra PromQL matchers for every vLLM series',
-        '{job="vllm"}'
-      )}
-      {text('instanceLabel', 'Instance label', ids.instanceLabel, validateLabelName)}
-      {text('modelLabel', 'Model label', ids.modelLabel, validateLabelName)}
+      <ConfigSection
+        title="vLLM metrics"
+        description={
+          <>
+            Which series are vLLM&apos;s and how they are labelled. <DocsLink href={DOCS.settings}>Settings</DocsLink>
+          </>
+        }
+      >
+        {text(
+          'scrapeInterval',
+          'Scrape interval',
+          ids.scrapeInterval,
+          validateDuration,
+          'The Prometheus scrape interval of the vLLM targets; windows are at least 4 times it'
+        )}
+        {text(
+          'labelMatchers',
+          'Label matchers',
+          ids.labelMatchers,
+          validateMatchers,
+          'Extra PromQL matchers for every vLLM series',
+          '{job="vllm"}'
+        )}
+        {text('instanceLabel', 'Instance label', ids.instanceLabel, validateLabelName)}
+        {text('modelLabel', 'Model label', ids.modelLabel, validateLabelName)}
+      </ConfigSection>
+      <Divider />
 
-      <div className={styles.heading}>
-        <Text element="h3">Traces</Text>
-      </div>
-      <InlineFieldRow>
-        <InlineField label="Trace backend" labelWidth={LABEL_WIDTH}>
-          <div data-testid={ids.tracesBackend}>
-            <RadioButtonGroup
-              options={BACKEND_OPTIONS}
-              value={tracesBackend}
-              onChange={(v) => setJson('tracesBackend', v)}
-            />
-          </div>
-        </InlineField>
-      </InlineFieldRow>
-      {tracesBackend !== 'none' && (
-        <>
-          {text(
-            'tracesUrl',
-            'Traces URL',
-            ids.tracesUrl,
-            validateHttpUrl,
-            'The query API of Tempo (port 3200) or Jaeger (port 16686)',
-            tracesBackend === 'tempo' ? 'http://tempo:3200' : 'http://jaeger:16686'
-          )}
-          {text('tracesBasicAuthUser', 'Basic auth user', ids.tracesBasicAuthUser)}
-          {secret('tracesBasicAuthPassword', 'Basic auth password', ids.tracesBasicAuthPassword)}
-          {secret('tracesBearerToken', 'Bearer token', ids.tracesBearerToken)}
-          <InlineFieldRow>
-            <InlineField
-              label="Trace data source"
-              labelWidth={LABEL_WIDTH}
-              tooltip="Grafana's own Tempo or Jaeger data source, for the trace links"
-            >
-              <div data-testid={ids.tracesDatasource}>
-                <DataSourcePicker
-                  width={40}
-                  noDefault
-                  tracing
-                  type={['tempo', 'jaeger']}
-                  current={jsonData.tracesDatasourceUid ?? null}
-                  onChange={(ds) => setJson('tracesDatasourceUid', ds.uid)}
-                  onClear={() => setJson('tracesDatasourceUid', undefined)}
-                />
-              </div>
-            </InlineField>
-          </InlineFieldRow>
-          {text('serviceName', 'Service name', ids.serviceName, noCheck, 'The service.name of vLLM spans')}
-          {text('spanName', 'Span name', ids.spanName, noCheck, 'The name of the span of one vLLM request')}
-          {text(
-            'spanInstanceAttribute',
-            'Span instance attribute',
-            ids.spanInstanceAttribute,
-            noCheck,
-            'The span or resource attribute whose value equals the Prometheus instance label'
-          )}
-          {text(
-            'spanModelAttribute',
-            'Span model attribute',
-            ids.spanModelAttribute,
-            noCheck,
-            'The span attribute that names the model'
-          )}
-        </>
-      )}
+      <ConfigSection
+        title="Traces"
+        description={
+          <>
+            The Tempo or Jaeger that holds vLLM&apos;s request spans, for the requests and explain queries.{' '}
+            <DocsLink href={DOCS.queries}>Queries</DocsLink>
+          </>
+        }
+      >
+        <InlineFieldRow>
+          <InlineField label="Trace backend" labelWidth={LABEL_WIDTH}>
+            <div data-testid={ids.tracesBackend}>
+              <RadioButtonGroup
+                options={BACKEND_OPTIONS}
+                value={tracesBackend}
+                onChange={(v) => setJson('tracesBackend', v)}
+              />
+            </div>
+          </InlineField>
+        </InlineFieldRow>
+        {tracesBackend !== 'none' && (
+          <>
+            {text(
+              'tracesUrl',
+              'Traces URL',
+              ids.tracesUrl,
+              validateHttpUrl,
+              'The query API of Tempo (port 3200) or Jaeger (port 16686)',
+              tracesBackend === 'tempo' ? 'http://tempo:3200' : 'http://jaeger:16686'
+            )}
+            <ConfigSubSection title="Trace backend auth">
+              {text('tracesBasicAuthUser', 'Basic auth user', ids.tracesBasicAuthUser)}
+              {secret('tracesBasicAuthPassword', 'Basic auth password', ids.tracesBasicAuthPassword)}
+              {secret('tracesBearerToken', 'Bearer token', ids.tracesBearerToken)}
+            </ConfigSubSection>
+            <ConfigSubSection title="Spans">
+              <InlineFieldRow>
+                <InlineField
+                  label="Trace data source"
+                  labelWidth={LABEL_WIDTH}
+                  tooltip="Grafana's own Tempo or Jaeger data source, for the trace links"
+                >
+                  <div data-testid={ids.tracesDatasource}>
+                    <DataSourcePicker
+                      width={40}
+                      noDefault
+                      tracing
+                      type={['tempo', 'jaeger']}
+                      current={jsonData.tracesDatasourceUid ?? null}
+                      onChange={(ds) => setJson('tracesDatasourceUid', ds.uid)}
+                      onClear={() => setJson('tracesDatasourceUid', undefined)}
+                    />
+                  </div>
+                </InlineField>
+              </InlineFieldRow>
+              {text('serviceName', 'Service name', ids.serviceName, noCheck, 'The service.name of vLLM spans')}
+              {text('spanName', 'Span name', ids.spanName, noCheck, 'The name of the span of one vLLM request')}
+              {text(
+                'spanInstanceAttribute',
+                'Span instance attribute',
+                ids.spanInstanceAttribute,
+                noCheck,
+                'The span or resource attribute whose value equals the Prometheus instance label'
+              )}
+              {text(
+                'spanModelAttribute',
+                'Span model attribute',
+                ids.spanModelAttribute,
+                noCheck,
+                'The span attribute that names the model'
+              )}
+            </ConfigSubSection>
+          </>
+        )}
+      </ConfigSection>
+      <Divider />
 
-      <div className={styles.heading}>
-        <Text element="h3">Rule thresholds</Text>
-      </div>
-      <ThresholdsTable
-        uid={options.uid}
-        thresholds={jsonData.thresholds ?? {}}
-        onChange={(t) => setJson('thresholds', t)}
-      />
+      <ConfigSection
+        title="Rule thresholds"
+        description={
+          <>
+            Override a rule&apos;s defaults; leave a field empty to keep its default. Each rule is folded until opened,
+            and opens by itself when it has an override. <DocsLink href={DOCS.matrix}>The diagnosis matrix</DocsLink>
+          </>
+        }
+      >
+        <ThresholdGroups
+          uid={options.uid}
+          thresholds={jsonData.thresholds ?? {}}
+          onChange={(t) => setJson('thresholds', t)}
+        />
+      </ConfigSection>
     </>
   );
 }
 
-interface ThresholdRow {
-  rule: string;
+interface ThresholdParam {
   name: string;
   defaultValue?: number;
   unit: string;
   description: string;
 }
 
-/** One row per rule parameter from the backend, plus any saved override the backend did not list. */
-function thresholdRows(rules: RuleInfo[], thresholds: Thresholds): ThresholdRow[] {
-  const rows: ThresholdRow[] = rules.flatMap((r) =>
-    (r.thresholds ?? []).map((t) => ({
-      rule: r.id,
+interface ThresholdGroup {
+  rule: string;
+  symptom: string;
+  params: ThresholdParam[];
+}
+
+/** One group per rule from the backend, plus any saved override of a rule or parameter it did not list. */
+function thresholdGroups(rules: RuleInfo[], thresholds: Thresholds): ThresholdGroup[] {
+  const groups: ThresholdGroup[] = rules.map((r) => ({
+    rule: r.id,
+    symptom: r.symptom,
+    params: (r.thresholds ?? []).map((t) => ({
       name: t.name,
       defaultValue: t.default,
       unit: t.unit,
       description: t.description,
-    }))
-  );
-  const listed = new Set(rows.map((r) => `${r.rule}\u0000${r.name}`));
+    })),
+  }));
   for (const [rule, params] of Object.entries(thresholds)) {
+    let group = groups.find((g) => g.rule === rule);
+    if (!group) {
+      group = { rule, symptom: 'not a rule the backend lists', params: [] };
+      groups.push(group);
+    }
     for (const name of Object.keys(params)) {
-      if (!listed.has(`${rule}\u0000${name}`)) {
-        rows.push({ rule, name, unit: '', description: 'not a parameter the backend lists' });
+      if (!group.params.some((p) => p.name === name)) {
+        group.params.push({ name, unit: '', description: 'not a parameter the backend lists' });
       }
     }
   }
-  return rows;
+  return groups;
 }
 
 function validateThreshold(v: string): string | undefined {
   return v === '' || parseNumber(v) !== undefined ? undefined : 'Enter a number, or leave empty for the default';
 }
 
-interface ThresholdsTableProps {
+function defaultText(p: ThresholdParam): string {
+  if (p.defaultValue === undefined) {
+    return 'no default';
+  }
+  return `default ${p.defaultValue}${p.unit ? ` ${p.unit}` : ''}`;
+}
+
+interface ThresholdGroupsProps {
   uid: string;
   thresholds: Thresholds;
   onChange: (thresholds: Thresholds | undefined) => void;
 }
 
-function ThresholdsTable({ uid, thresholds, onChange }: ThresholdsTableProps) {
+function ThresholdGroups({ uid, thresholds, onChange }: ThresholdGroupsProps) {
   const styles = useStyles2(getStyles);
   const load = useCallback(() => fetchRules(uid), [uid]);
   const rules = useResource(load);
@@ -301,58 +375,51 @@ function ThresholdsTable({ uid, thresholds, onChange }: ThresholdsTableProps) {
     onChange(Object.keys(next).length ? next : undefined);
   };
 
-  const rows = thresholdRows(rules.value ?? [], thresholds);
+  const groups = thresholdGroups(rules.value ?? [], thresholds);
   return (
-    <>
+    <div data-testid={ids.thresholds}>
       <ResourceNotice what="the rules" error={rules.error} testId={ids.rulesError} />
-      <table className={styles.table} data-testid={ids.thresholds}>
-        <thead>
-          <tr>
-            <th>Rule</th>
-            <th>Parameter</th>
-            <th>Default</th>
-            <th>Override</th>
-          </tr>
-        </thead>
-        <tbody>
-          {rows.map((r) => {
-            const override = thresholds[r.rule]?.[r.name];
-            return (
-              <tr key={`${r.rule}.${r.name}`} title={r.description}>
-                <td>{r.rule}</td>
-                <td>{r.name}</td>
-                <td>{r.defaultValue === undefined ? '—' : `${r.defaultValue}${r.unit ? ` ${r.unit}` : ''}`}</td>
-                <td>
-                  <ValidatedInput
-                    width={16}
-                    testId={ids.threshold(r.rule, r.name)}
-                    placeholder={r.defaultValue === undefined ? '' : String(r.defaultValue)}
-                    value={override === undefined ? '' : String(override)}
-                    validate={validateThreshold}
-                    onCommit={(v) => setOverride(r.rule, r.name, v)}
-                  />
-                </td>
-              </tr>
-            );
-          })}
-        </tbody>
-      </table>
-    </>
+      {groups.map((g) => {
+        const overrides = Object.keys(thresholds[g.rule] ?? {}).length;
+        return (
+          <div key={g.rule} data-testid={ids.thresholdGroup(g.rule)}>
+            <ConfigSubSection
+              title={overrides ? `${g.rule} (${overrides} overridden)` : g.rule}
+              description={g.symptom}
+              isCollapsible
+              isInitiallyOpen={overrides > 0}
+            >
+              {g.params.map((p) => {
+                const override = thresholds[g.rule]?.[p.name];
+                return (
+                  <InlineFieldRow key={p.name}>
+                    <ValidatedInput
+                      label={p.name}
+                      labelWidth={LABEL_WIDTH}
+                      width={16}
+                      tooltip={p.description}
+                      testId={ids.threshold(g.rule, p.name)}
+                      placeholder={p.defaultValue === undefined ? '' : String(p.defaultValue)}
+                      value={override === undefined ? '' : String(override)}
+                      validate={validateThreshold}
+                      onCommit={(v) => setOverride(g.rule, p.name, v)}
+                    />
+                    <span className={styles.unit}>{defaultText(p)}</span>
+                  </InlineFieldRow>
+                );
+              })}
+            </ConfigSubSection>
+          </div>
+        );
+      })}
+    </div>
   );
 }
 
 const getStyles = (theme: GrafanaTheme2) => ({
-  heading: css({
-    marginTop: theme.spacing(3),
-    marginBottom: theme.spacing(1),
-  }),
-  table: css({
-    borderCollapse: 'collapse',
-    marginBottom: theme.spacing(2),
-    'th, td': {
-      padding: theme.spacing(0.5, 1),
-      textAlign: 'left',
-      verticalAlign: 'top',
-    },
+  unit: css({
+    alignSelf: 'center',
+    marginLeft: theme.spacing(1),
+    color: theme.colors.text.secondary,
   }),
 });
