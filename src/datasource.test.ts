@@ -103,7 +103,11 @@ describe('defaults', () => {
   });
 
   it('offers diagnosis findings as the default annotation query', () => {
-    expect(dataSource().annotations?.getDefaultQuery?.()).toEqual({ queryType: 'diagnosis', format: 'findings' });
+    expect(dataSource().annotations?.getDefaultQuery?.()).toEqual({
+      queryType: 'diagnosis',
+      format: 'findings',
+      headlineOnly: true,
+    });
   });
 });
 

@@ -7,6 +7,8 @@ export const selectors = {
     signals: 'vllm-query-signals',
     format: 'vllm-query-format',
     rules: 'vllm-query-rules',
+    headlineOnly: 'vllm-query-headline-only',
+    severities: 'vllm-query-severities',
     anomalousOnly: 'vllm-query-anomalous-only',
     minTtft: 'vllm-query-min-ttft',
     limit: 'vllm-query-limit',

@@ -9,7 +9,11 @@ export type QueryType = 'signals' | 'diagnosis' | 'requests' | 'explain' | 'verd
 
 export const QUERY_TYPES: QueryType[] = ['signals', 'diagnosis', 'requests', 'explain', 'verdict'];
 
-export type DiagnosisFormat = 'findings' | 'timeline' | 'alert';
+export type DiagnosisFormat = 'findings' | 'timeline' | 'alert' | 'fleet';
+
+export type Severity = 'critical' | 'warning' | 'info';
+
+export const SEVERITIES: Severity[] = ['critical', 'warning', 'info'];
 
 export type Optimisation = 'chunked_prefill' | 'prefix_caching' | 'spec_decode' | 'fp8_kv_cache' | 'concurrency';
 
@@ -31,6 +35,10 @@ export interface VllmQuery extends DataQuery {
   format?: DiagnosisFormat;
   /** Rule ids; empty means every rule. */
   rules?: string[];
+  /** Findings format: only each instance's headline finding (as the dashboards' annotations). */
+  headlineOnly?: boolean;
+  /** Findings format: only findings of these severities; empty means all. */
+  severities?: Severity[];
   anomalousOnly?: boolean;
   /** Seconds. */
   minTtft?: number;
@@ -53,9 +61,11 @@ export const DEFAULT_QUERY: Partial<VllmQuery> = {
   signals: DEFAULT_SIGNALS,
 };
 
+/** A new annotation draws each instance's headline finding; secondary ones on request (headlineOnly off). */
 export const DEFAULT_ANNOTATION_QUERY: Partial<VllmQuery> = {
   queryType: 'diagnosis',
   format: 'findings',
+  headlineOnly: true,
 };
 
 export type TracesBackend = 'tempo' | 'jaeger' | 'none';

@@ -106,7 +106,54 @@ describe('QueryEditor: signals', () => {
   });
 });
 
+describe('QueryEditor: each query type shows its own fields', () => {
+  const fields: Record<string, string[]> = {
+    signals: [ids.signals],
+    diagnosis: [ids.format, ids.rules, ids.headlineOnly, ids.severities],
+    requests: [ids.anomalousOnly, ids.minTtft, ids.limit],
+    explain: [ids.traceId],
+    verdict: [ids.baselineFrom, ids.baselineTo, ids.optimisations],
+  };
+  const all = Object.values(fields).flat();
+  it.each(Object.keys(fields))('%s', async (queryType) => {
+    setup({ queryType: queryType as VllmQuery['queryType'] });
+    await waitFor(() => expect(screen.getByTestId(ids.instance)).toBeInTheDocument());
+    expect(screen.getByTestId(ids.model)).toBeInTheDocument();
+    for (const id of all) {
+      if (fields[queryType].includes(id)) {
+        expect(screen.getByTestId(id)).toBeInTheDocument();
+      } else {
+        expect(screen.queryByTestId(id)).not.toBeInTheDocument();
+      }
+    }
+  });
+});
+
 describe('QueryEditor: diagnosis', () => {
+  it('sets the fleet format', async () => {
+    const { user, lastQuery } = setup({ queryType: 'diagnosis', format: 'findings' });
+    await user.click(within(screen.getByTestId(ids.format)).getByText('Fleet'));
+    expect(lastQuery()).toMatchObject({ format: 'fleet' });
+  });
+
+  it('asks for headline findings only, and for secondary ones again', async () => {
+    const { user, lastQuery } = setup({ queryType: 'diagnosis', format: 'findings' });
+    await user.click(screen.getByTestId(ids.headlineOnly));
+    expect(lastQuery()).toMatchObject({ headlineOnly: true });
+  });
+
+  it('narrows the findings to the chosen severities', async () => {
+    const { user, lastQuery } = setup({ queryType: 'diagnosis', format: 'findings', severities: ['critical'] });
+    await chooseOption(user, ids.severities, 'warning');
+    expect(lastQuery()).toMatchObject({ severities: ['critical', 'warning'] });
+  });
+
+  it('hides the findings filters outside the findings format', async () => {
+    setup({ queryType: 'diagnosis', format: 'timeline' });
+    expect(screen.queryByTestId(ids.headlineOnly)).not.toBeInTheDocument();
+    expect(screen.queryByTestId(ids.severities)).not.toBeInTheDocument();
+  });
+
   it('sets the alert format', async () => {
     const { user, lastQuery } = setup({ queryType: 'diagnosis', format: 'findings' });
     await user.click(within(screen.getByTestId(ids.format)).getByText('Alert'));

@@ -9,9 +9,11 @@ import {
   DEFAULT_LIMIT,
   DEFAULT_SIGNALS,
   OPTIMISATIONS,
+  SEVERITIES,
   type DiagnosisFormat,
   type Optimisation,
   type QueryType,
+  type Severity,
   type SignalInfo,
   type VllmDataSourceOptions,
   type VllmQuery,
@@ -38,7 +40,14 @@ const FORMAT_OPTIONS: Array<SelectableValue<DiagnosisFormat>> = [
   { label: 'Findings', value: 'findings' },
   { label: 'Timeline', value: 'timeline' },
   { label: 'Alert', value: 'alert', description: 'One 0/1 series per rule and instance, for alert rules' },
+  {
+    label: 'Fleet',
+    value: 'fleet',
+    description: 'One line per instance, worst first: its headline finding or healthy',
+  },
 ];
+
+const SEVERITY_OPTIONS: Array<SelectableValue<Severity>> = SEVERITIES.map((s) => ({ label: s, value: s }));
 
 const OPTIMISATION_LABELS: Record<Optimisation, string> = {
   chunked_prefill: 'Chunked prefill',
@@ -290,6 +299,37 @@ function DiagnosisEditor({ query, datasource, variables, update }: CatalogEditor
           />
         </InlineField>
       </InlineFieldRow>
+      {(query.format ?? 'findings') === 'findings' && (
+        <InlineFieldRow>
+          <InlineField
+            label="Headline only"
+            labelWidth={LABEL_WIDTH}
+            tooltip="Only each instance's headline finding, its likely bottleneck; off to see secondary findings too"
+          >
+            <InlineSwitch
+              data-testid={ids.headlineOnly}
+              value={query.headlineOnly ?? false}
+              onChange={(e) => update({ headlineOnly: e.currentTarget.checked })}
+            />
+          </InlineField>
+          <InlineField
+            label="Severities"
+            labelWidth={LABEL_WIDTH}
+            tooltip="Only findings of these severities; empty for all"
+          >
+            <MultiSelect
+              data-testid={ids.severities}
+              width={36}
+              placeholder="All severities"
+              options={SEVERITY_OPTIONS}
+              value={query.severities ?? []}
+              onChange={(v: Array<SelectableValue<Severity>>) =>
+                update({ severities: v.map((o) => o.value).filter((x): x is Severity => x !== undefined) })
+              }
+            />
+          </InlineField>
+        </InlineFieldRow>
+      )}
       <ResourceNotice what="the rules" error={rules.error} testId={ids.resourceError} />
     </>
   );
@@ -338,7 +378,7 @@ function VerdictEditor({ query, update }: SubEditorProps) {
           label="Baseline from"
           labelWidth={LABEL_WIDTH}
           width={28}
-          tooltip="Start of the baseline window: RFC 3339 or a relative time such as now-7d"
+          tooltip="Start of the baseline window: RFC 3339 or a relative time such as now-7d; empty: the window of the range's length just before it"
           testId={ids.baselineFrom}
           placeholder="now-7d"
           value={query.baselineFrom}
