@@ -75,6 +75,11 @@ func unknownSignal(t *testing.T, e *env) {
 	failsAlone(t, e, pluginContext(e.v1.URL, nil), q, badQueryFailure(`"ttft_p95"`, "ttft_p99"))
 }
 
+func unknownSeverity(t *testing.T, e *env) {
+	q := e.dataQuery("BAD", map[string]any{"queryType": "diagnosis", "headlineOnly": true, "severities": []string{"critical", "fatal"}})
+	failsAlone(t, e, pluginContext(e.v1.URL, nil), q, badQueryFailure(`"fatal"`, "critical, warning, info"))
+}
+
 func invalidInstanceRegex(t *testing.T, e *env) {
 	q := signalsQuery(string(series.KVUsage))
 	q["instance"] = "10.0.0.(1"

@@ -41,6 +41,7 @@ func TestPluginOverGRPC(t *testing.T) {
 		{"malformed query JSON fails that query only", malformedQueryJSON},
 		{"unknown queryType fails that query only", unknownQueryType},
 		{"unknown signal fails that query only", unknownSignal},
+		{"unknown severity of a findings filter fails that query only", unknownSeverity},
 		{"invalid instance regex fails that query only", invalidInstanceRegex},
 		{"empty time range fails that query only", emptyTimeRange},
 		{"a panicking handler fails that query only", panickingHandler},
