@@ -1,6 +1,9 @@
 // Unit tests of the editors and the data source, in jsdom, compiled by swc.
 module.exports = {
   testEnvironment: 'jsdom',
+  // The editors render Grafana's own components (selects, the connection and auth sections),
+  // which take seconds per test on a loaded 2-core machine: 5 s flakes there.
+  testTimeout: 30000,
   roots: ['<rootDir>/src'],
   setupFiles: ['<rootDir>/.config/jest/setup-env.js'],
   setupFilesAfterEnv: ['<rootDir>/jest.setup.ts'],

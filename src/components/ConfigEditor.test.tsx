@@ -22,9 +22,6 @@ jest.mock('@grafana/runtime', () => ({
   ),
 }));
 
-// The page renders Grafana's whole connection, auth and HTTP sections: slow on a shared 2-core machine.
-jest.setTimeout(30000);
-
 const ids = selectors.configEditor;
 
 type Settings = DataSourceSettings<VllmDataSourceOptions, VllmSecureJsonData>;

@@ -1,0 +1,246 @@
+package e2e_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+	"github.com/grafana/grafana-plugin-sdk-go/experimental/datasourcetest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed/vllm-datasource/pkg/diagnosis"
+	"github.com/seed/vllm-datasource/pkg/frames"
+	"github.com/seed/vllm-datasource/pkg/plugin"
+	"github.com/seed/vllm-datasource/pkg/sim"
+	"github.com/seed/vllm-datasource/pkg/stack"
+	"github.com/seed/vllm-datasource/pkg/testbed"
+)
+
+const fleetSize = 14
+
+// fleetBed is a simulated fleet of 14 instances (five faulty) over two hours in a real
+// Prometheus, with one span in five in a real Jaeger, and the plugin pointed at both.
+type fleetBed struct {
+	tp      datasourcetest.TestPlugin
+	pc      backend.PluginContext
+	truth   []sim.Finding
+	faulty  map[string]string
+	from    time.Time
+	to      time.Time
+	traceID string
+	// saturated is the instance whose KV cache the simulator saturated.
+	saturated string
+}
+
+func newFleetBed(t *testing.T) *fleetBed {
+	t.Helper()
+	sc, err := sim.Fleet(fleetSize)
+	require.NoError(t, err)
+	res, err := sim.Run(sc, runStart, runFor, scrape, sim.WithSpanSampling(5))
+	require.NoError(t, err)
+	file := filepath.Join(t.TempDir(), "fleet.om")
+	require.NoError(t, res.WriteFile(file))
+	prom := testbed.Prometheus(t, file)
+	jaeger := testbed.Jaeger(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	exp, err := sim.NewExporter(ctx, sc, jaeger.OTLPGRPC, sim.ProtocolGRPC, 10*time.Second)
+	require.NoError(t, err)
+	require.NoError(t, exp.Export(ctx, res.Spans))
+	require.NoError(t, exp.Close(ctx))
+
+	// The dashboards' default range, now-1h, opened at the end of the run: the faults (the
+	// middle third) and the healthy hour after them; the verdict's default baseline is the
+	// hour before.
+	b := &fleetBed{truth: res.Truth, faulty: sim.FleetFaulty(fleetSize),
+		to: runStart.Add(runFor), from: runStart.Add(runFor - time.Hour)}
+	tp, pc := pluginFor(t, prom.URL, map[string]any{
+		"tracesBackend": "jaeger", "tracesUrl": jaeger.QueryURL, "tracesDatasourceUid": "jaeger",
+	})
+	waitForSpans(t, tp, pc, b.from, b.to)
+	b.tp, b.pc = tp, pc
+	for inst, rule := range b.faulty {
+		if rule == sim.RuleKVCacheSaturated {
+			b.saturated = inst
+		}
+	}
+	require.NotEmpty(t, b.saturated)
+	b.traceID = slowestTrace(res.Spans, b.saturated, b.from, b.to)
+	return b
+}
+
+// vars replaces the dashboards' variables as Grafana does with every instance and model
+// selected (their allValue .*) and the verdict's baseline left at its default (empty).
+func (b *fleetBed) vars(instance string) *strings.Replacer {
+	return strings.NewReplacer(
+		`"${datasource}"`, `"vllm"`, `"$instance"`, `"`+instance+`"`, `"$model"`, `".*"`, `"$traceId"`, `"`+b.traceID+`"`,
+		`"$baselineFrom"`, `""`, `"$baselineTo"`, `""`,
+	)
+}
+
+func (b *fleetBed) run(t *testing.T, tg stack.Target, instance string) (plugin.Query, backend.DataResponse) {
+	t.Helper()
+	raw := b.vars(instance).Replace(string(tg.JSON))
+	require.NotContains(t, raw, `"$`, "a template variable this test does not set")
+	q, err := stack.DecodeQuery([]byte(raw))
+	require.NoError(t, err)
+	model := map[string]any{}
+	require.NoError(t, json.Unmarshal([]byte(raw), &model))
+	model["queryType"] = q.QueryType
+	resp := ask(t, b.tp, b.pc, query(tg.RefID, model, b.from, b.to, scrape))
+	return q, resp.Responses[tg.RefID]
+}
+
+// TestDashboardsOnAFleet runs every plugin query of every provisioned dashboard on a fleet of
+// 14 instances, as Grafana would on opening it: each answers with data or with a notice that
+// says why not, never an error. The fleet, timeline and annotation queries are then checked
+// against what the simulator injected.
+func TestDashboardsOnAFleet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: simulates a fleet and starts Prometheus and Jaeger")
+	}
+	b := newFleetBed(t)
+	targets, err := stack.Targets(filepath.Join(stack.RepoRoot(), "dashboards"))
+	require.NoError(t, err)
+	ran := 0
+	for _, tg := range targets {
+		if tg.Datasource.Type != stack.PluginID {
+			continue
+		}
+		ran++
+		t.Run(tg.File+"/"+tg.Panel+"/"+tg.RefID, func(t *testing.T) {
+			q, r := b.run(t, tg, ".*")
+			require.NoError(t, r.Error, "panel %q", tg.Panel)
+			require.NotEmpty(t, r.Frames)
+			if !hasRows(r.Frames) {
+				assert.NotEmpty(t, noticesOf(r.Frames), "panel %q has no data and no notice saying why", tg.Panel)
+			}
+			if q.QueryType == plugin.QueryTypeDiagnosis {
+				switch q.Format {
+				case plugin.FormatFleet:
+					b.checkFleet(t, r.Frames)
+				case plugin.FormatTimeline:
+					b.checkTimeline(t, r.Frames)
+				}
+			}
+		})
+	}
+	assert.Greater(t, ran, 10, "the dashboards' plugin queries")
+
+	t.Run("annotations follow the instance variable", func(t *testing.T) {
+		inst := b.saturated
+		var rows int
+		for _, tg := range targets {
+			if tg.PanelType != "annotation" || (tg.File != "vllm-overview.json" && tg.File != "vllm-diagnosis.json") {
+				continue
+			}
+			_, all := b.run(t, tg, ".*")
+			require.NoError(t, all.Error)
+			perInstance := map[string]int{}
+			for _, f := range findingsOf(t, all.Frames[0]) {
+				perInstance[f.instance]++
+			}
+			for i, n := range perInstance {
+				assert.Equal(t, 1, n, "%s: %s draws %d headline findings of one instance", tg.File, i, n)
+			}
+			_, one := b.run(t, tg, inst)
+			require.NoError(t, one.Error)
+			for _, f := range findingsOf(t, one.Frames[0]) {
+				assert.Equal(t, inst, f.instance, "%s, %s with instance=%s", tg.File, tg.Panel, inst)
+				rows++
+			}
+		}
+		assert.Positive(t, rows, "the annotations draw no finding on %s, whose KV cache was saturated", inst)
+	})
+}
+
+// inRange lists the injected faults that overlap the bed's range, by instance.
+func (b *fleetBed) inRange() map[string]string {
+	out := map[string]string{}
+	for _, tr := range b.truth {
+		if tr.Start.Before(b.to) && tr.End.After(b.from) {
+			out[tr.Instance] = tr.Rule
+		}
+	}
+	return out
+}
+
+// checkFleet: one line per instance; every instance with an injected fault in the range has
+// a finding, every other one is healthy, and the lines with a finding come first.
+func (b *fleetBed) checkFleet(t *testing.T, fs data.Frames) {
+	require.Len(t, fs, 1)
+	f := fs[0]
+	require.Equal(t, fleetSize, f.Rows(), "one line per instance")
+	inst, _ := f.FieldByName("instance")
+	finding, _ := f.FieldByName("finding")
+	faults := b.inRange()
+	require.NotEmpty(t, faults)
+	seenHealthy := false
+	for i := 0; i < f.Rows(); i++ {
+		name, what := inst.At(i).(string), finding.At(i).(string)
+		_, faulty := faults[name]
+		if faulty {
+			assert.NotEqual(t, frames.Healthy, what, "%s had %s injected", name, faults[name])
+			assert.False(t, seenHealthy, "%s (faulty) is listed after a healthy instance", name)
+		} else {
+			assert.Equal(t, frames.Healthy, what, "%s had no fault injected", name)
+			seenHealthy = true
+		}
+	}
+}
+
+// checkTimeline: at most one headline row per instance, every other row a rule that was
+// pending or firing, and a row for each injected rule on its instance.
+func (b *fleetBed) checkTimeline(t *testing.T, fs data.Frames) {
+	headlines := map[string]int{}
+	ruleRows := map[string]bool{}
+	for _, f := range fs {
+		for _, field := range f.Fields[1:] {
+			inst := field.Labels["instance"]
+			if field.Name == "headline" {
+				headlines[inst]++
+				continue
+			}
+			changed := false
+			for i := 0; i < field.Len(); i++ {
+				s := diagnosis.State(field.At(i).(string))
+				changed = changed || s == diagnosis.Pending || s == diagnosis.Firing
+			}
+			assert.True(t, changed, "row %s on %s never left ok", field.Name, inst)
+			ruleRows[field.Name+" "+inst] = true
+		}
+	}
+	assert.LessOrEqual(t, len(headlines), fleetSize)
+	for inst, n := range headlines {
+		assert.Equal(t, 1, n, "%s has %d headline rows", inst, n)
+	}
+	for inst, rule := range b.inRange() {
+		assert.True(t, ruleRows[rule+" "+inst], "no %s row for %s, where it was injected", rule, inst)
+	}
+	t.Logf("timeline: %d headline rows, %d rule rows", len(headlines), len(ruleRows))
+}
+
+func hasRows(fs data.Frames) bool {
+	for _, f := range fs {
+		if f.Rows() > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func noticesOf(fs data.Frames) []data.Notice {
+	var out []data.Notice
+	for _, f := range fs {
+		if f.Meta != nil {
+			out = append(out, f.Meta.Notices...)
+		}
+	}
+	return out
+}
