@@ -236,12 +236,14 @@ func signalsAnswerWhatPrometheusAnswers(t *testing.T, e *env) {
 			}
 		}
 	}
-	// Grafana shows each series by its display name and unit: the signal's label and unit.
+	// Grafana shows each series by its display name and unit: instance first (what a reader of
+	// a fleet's legend looks for), the signal's label last, and the signal's unit.
 	for _, f := range frames {
 		def, _ := signals.Lookup(series.Signal(f.Name))
 		cfg := f.Fields[1].Config
-		if cfg == nil || !strings.HasPrefix(cfg.DisplayNameFromDS, def.Label) || cfg.Unit != def.Unit {
-			t.Errorf("frame %q: field config %+v, want display name starting %q and unit %q", f.Name, cfg, def.Label, def.Unit)
+		inst := f.Fields[1].Labels["instance"]
+		if cfg == nil || !strings.HasPrefix(cfg.DisplayNameFromDS, inst+" · ") || !strings.HasSuffix(cfg.DisplayNameFromDS, " · "+def.Label) || cfg.Unit != def.Unit {
+			t.Errorf("frame %q: field config %+v, want display name %q · … · %q and unit %q", f.Name, cfg, inst, def.Label, def.Unit)
 		}
 	}
 	if frames[0].Meta == nil || frames[0].Meta.ExecutedQueryString == "" {
