@@ -42,6 +42,14 @@
 //   - slow_decode: its decode time per output token (decode / (output tokens − 1), the tokens
 //     after the first) is above Options.DecodeFactor times the window's median.
 //
+// and, from the metrics rather than the window's spans, for one more:
+//
+//   - ttft_above_typical: its TTFT is at least Options.StandoutFactor times its instance's
+//     typical TTFT over the whole range (TypicalTTFT: the median of the metrics' TTFT p50).
+//     Row.Standout is that ratio, and Rank orders rows by it: the spans a search returns are
+//     sampled and, at fleet scale, picked by a threshold (Thresholds), so statistics of the
+//     window's spans alone cannot say which requests stand out over the range.
+//
 // # Coverage
 //
 // The window's finished requests come from the metrics: request_rate (every finish reason,

@@ -63,6 +63,9 @@ type Row struct {
 	Findings []*diagnosis.Finding
 	// DecodePerToken is decode time per output token after the first, NaN when unknown.
 	DecodePerToken float64
+	// Standout is TTFT over the instance's typical TTFT across the range (Input.Typical); NaN
+	// when either is unknown.
+	Standout float64
 	// Reasons say why the request stands out in its window; empty when it does not.
 	Reasons []Reason
 }
@@ -98,6 +101,9 @@ type Input struct {
 	From, To time.Time
 	// Truncated: the search returned as many requests as it was allowed, so more may exist.
 	Truncated bool
+	// Typical is each instance's typical TTFT over the range (see TypicalTTFT): rows get their
+	// Standout from it, and the reason ttft_above_typical when they reach StandoutFactor times it.
+	Typical map[string]float64
 }
 
 // Options tune the anomaly reasons; the zero value uses the defaults.
@@ -110,6 +116,9 @@ type Options struct {
 	DecodeFactor float64
 	// MinQueue is the least queue time, in seconds, for queue_over_half (0.1).
 	MinQueue float64
+	// StandoutFactor flags TTFTs at or above this many times the instance's typical TTFT
+	// (DefaultStandoutFactor).
+	StandoutFactor float64
 }
 
 // Defaults of Options.
@@ -132,6 +141,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MinQueue <= 0 {
 		o.MinQueue = DefaultMinQueue
+	}
+	if o.StandoutFactor <= 0 {
+		o.StandoutFactor = DefaultStandoutFactor
 	}
 	return o
 }
@@ -163,6 +175,7 @@ func Join(in Input, opts Options) Result {
 		joinStates(res.Rows, in.Set)
 	}
 	joinFindings(res.Rows, in.Findings)
+	standout(res.Rows, in.Typical, opts.StandoutFactor)
 	res.Window = windowStats(res.Rows, opts)
 	res.Notices = append(res.Notices, flag(res.Rows, res.Window, opts)...)
 	res.Coverage = coverage(in, len(in.Requests))

@@ -33,6 +33,9 @@ type Span struct {
 	TopP             float64
 	MaxTokens        int
 	FinishReason     string
+	// Fault is the rule of the fault injected on the instance when the request arrived, empty
+	// when none held: ground truth for the requests a fault made slow, never exported.
+	Fault string
 }
 
 // Finding is one ground-truth fact: the diagnosis should report Rule on Instance from Start
