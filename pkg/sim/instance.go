@@ -241,7 +241,14 @@ func (s *instanceSim) events() {
 	}
 	for s.arrival <= s.now {
 		if s.up() {
-			s.eng.waiting = append(s.eng.waiting, s.newRequest(s.arrival))
+			r := s.newRequest(s.arrival)
+			// A request that queues behind one the fault delayed is slowed by the fault too,
+			// even after it ended: the backlog drains only then.
+			r.fault = s.faultAt(s.arrival)
+			if n := len(s.eng.waiting); r.fault == "" && n > 0 {
+				r.fault = s.eng.waiting[n-1].fault
+			}
+			s.eng.waiting = append(s.eng.waiting, r)
 		}
 		s.arrival = s.nextGap(s.arrival)
 	}
@@ -400,7 +407,7 @@ func (s *instanceSim) finished(r *request, now float64, reason string) {
 		Queue: queue, Prefill: prefill, Decode: decode, Inference: prefill + decode,
 		PromptTokens: r.prompt, CompletionTokens: r.output,
 		Temperature: r.temp, TopP: r.topP, MaxTokens: r.maxTokens, FinishReason: reason,
-		Fault: s.faultAt(r.arrival),
+		Fault: r.fault,
 	}
 	binary.BigEndian.PutUint64(sp.TraceID[:8], splitmix(h2))
 	binary.BigEndian.PutUint64(sp.TraceID[8:], splitmix(h2+1))

@@ -33,8 +33,9 @@ type Span struct {
 	TopP             float64
 	MaxTokens        int
 	FinishReason     string
-	// Fault is the rule of the fault injected on the instance when the request arrived, empty
-	// when none held: ground truth for the requests a fault made slow, never exported.
+	// Fault is the rule of the fault injected on the instance when the request arrived, or of
+	// the fault that delayed the request it queued behind (a backlog outlives its fault);
+	// empty otherwise. Ground truth for the requests a fault made slow; never exported.
 	Fault string
 }
 
