@@ -63,7 +63,7 @@ func Explanation(e correlate.Explanation, info func(series.Signal) SignalInfo, n
 	}
 
 	tags := append([]string{"request", r.Instance}, r.FindingRules()...)
-	interval := data.NewFrame("request",
+	interval := data.NewFrame(RequestIntervalFrame,
 		data.NewField("time", nil, []time.Time{r.Start}),
 		data.NewField("timeEnd", nil, []time.Time{r.End}),
 		data.NewField("title", nil, []string{"Request " + r.TraceID}),
@@ -72,6 +72,10 @@ func Explanation(e correlate.Explanation, info func(series.Signal) SignalInfo, n
 	)
 	return data.Frames{expl, stages, interval}
 }
+
+// RequestIntervalFrame names the explanation's frame of the request's own interval (time,
+// timeEnd, title, text, tags), which serves as an annotation region.
+const RequestIntervalFrame = "request"
 
 func stageLabel(s correlate.Stage) string {
 	switch s {

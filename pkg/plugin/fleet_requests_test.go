@@ -81,19 +81,29 @@ func newFleetBed(t testing.TB) *fleetBed {
 			fleetBedErr = err.Error()
 			return
 		}
-		// Jaeger stores spans after its batch processor flushes them: wait for the last one.
+		// Jaeger stores spans after its batch processor flushes them, in the order they were
+		// exported (instance by instance): wait for each instance's last span.
 		src, err := jaeger.New(http.DefaultClient, jg.QueryURL, traces.Options{})
 		if err != nil {
 			fleetBedErr = err.Error()
 			return
 		}
-		last := traceHex(res.Spans[len(res.Spans)-1].TraceID)
-		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-			if _, err := src.Get(ctx, last); err == nil {
-				break
-			} else if time.Now().After(deadline) {
-				fleetBedErr = "Jaeger does not serve the last span after 60 s: " + err.Error()
-				return
+		last := map[string]string{}
+		for _, sp := range res.Spans {
+			last[sp.Instance] = traceHex(sp.TraceID)
+		}
+		deadline := time.Now().Add(60 * time.Second)
+		for _, id := range last {
+			for {
+				_, err := src.Get(ctx, id)
+				if err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					fleetBedErr = "Jaeger does not serve every instance's last span after 60 s: " + err.Error()
+					return
+				}
+				time.Sleep(200 * time.Millisecond)
 			}
 		}
 		theFleetBed = &fleetBed{client: grpcPlugin(t), res: res, pc: pluginContext(prom.URL, map[string]any{
@@ -151,6 +161,43 @@ func TestFleetRequests(t *testing.T) {
 	b := newFleetBed(t)
 	t.Run("one instance over its fault window", func(t *testing.T) { fleetOneInstance(t, b) })
 	t.Run("anomalousOnly finds the injected slow requests", func(t *testing.T) { fleetAnomalousOnly(t, b) })
+	t.Run("the drill-down's explain queries", func(t *testing.T) { fleetDrillDown(t, b) })
+}
+
+// fleetDrillDown: the request link names the answering data source; without a trace id the
+// explain panels get an instruction, not an error; the annotation query answers the
+// request's interval alone.
+func fleetDrillDown(t *testing.T, b *fleetBed) {
+	from, to := b.res.Start, b.res.Start.Add(fleetRun)
+	f, _ := b.requests(t, from, to, map[string]any{"anomalousOnly": true, "limit": 5})
+	if f.Rows() == 0 {
+		t.Fatal("no request to drill into")
+	}
+	id, _ := f.FieldByName("trace_id")
+	uid := b.pc.DataSourceInstanceSettings.UID
+	if uid == "" || !slices.ContainsFunc(id.Config.Links, func(l data.DataLink) bool { return strings.Contains(l.URL, "var-datasource="+uid+"&") }) {
+		t.Errorf("no link of %+v names the answering data source %q", id.Config.Links, uid)
+	}
+	explain := func(model map[string]any) backend.DataResponse {
+		m := map[string]any{"queryType": "explain"}
+		for k, v := range model {
+			m[k] = v
+		}
+		res, err := b.client.QueryData(context.Background(), &backend.QueryDataRequest{PluginContext: b.pc, Queries: []backend.DataQuery{rangeQuery("E", from, to, m)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Responses["E"]
+	}
+	empty := explain(map[string]any{"traceId": ""})
+	if empty.Error != nil || len(empty.Frames) != 1 || empty.Frames[0].Meta == nil || len(empty.Frames[0].Meta.Notices) != 1 ||
+		!strings.Contains(empty.Frames[0].Meta.Notices[0].Text, "click a trace id") {
+		t.Errorf("explain without a trace id: %v, %d frames; want one frame with an instruction", empty.Error, len(empty.Frames))
+	}
+	ann := explain(map[string]any{"traceId": cellString(f, "trace_id", 0), "format": "annotation"})
+	if ann.Error != nil || len(ann.Frames) != 1 || ann.Frames[0].Name != "request" {
+		t.Errorf("explain annotation: %v, %d frames; want the request's interval alone", ann.Error, len(ann.Frames))
+	}
 }
 
 func fleetOneInstance(t *testing.T, b *fleetBed) {
@@ -173,7 +220,7 @@ func fleetOneInstance(t *testing.T, b *fleetBed) {
 				}
 			}
 			const limit = 1000
-			f, _ := b.requests(t, from, to, map[string]any{"instance": inst, "limit": limit})
+			f, exec := b.requests(t, from, to, map[string]any{"instance": inst, "limit": limit})
 			got := 0
 			for i := range f.Rows() {
 				if g := cellString(f, "instance", i); g != inst {
@@ -184,7 +231,8 @@ func fleetOneInstance(t *testing.T, b *fleetBed) {
 				}
 			}
 			if need := 0.9 * float64(min(len(want), limit)); float64(got) < need {
-				t.Errorf("%d of the %d spans of %s in its fault window returned, want at least %.0f", got, len(want), inst, need)
+				t.Errorf("%d of the %d spans of %s in its fault window returned, want at least %.0f; notices: %s; %d searches",
+					got, len(want), inst, need, noticeText(f), jaegerCalls(exec))
 			}
 		})
 	}

@@ -10,12 +10,17 @@ import (
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"github.com/grafana/grafana-plugin-sdk-go/data"
 
 	"github.com/seed/vllm-datasource/pkg/correlate"
 	"github.com/seed/vllm-datasource/pkg/frames"
 	"github.com/seed/vllm-datasource/pkg/series"
 	"github.com/seed/vllm-datasource/pkg/traces"
 )
+
+// explainAnnotation is the explain query's format that answers only the request's interval,
+// for an annotation query.
+const explainAnnotation = "annotation"
 
 // explainPad is how much of the metrics before and after a request its explanation shows.
 const explainPad = 10 * time.Minute
@@ -27,7 +32,12 @@ func handleExplain(ctx context.Context, d *Datasource, q backend.DataQuery, quer
 		return badQuery(errNoTraces)
 	}
 	if strings.TrimSpace(query.TraceID) == "" {
-		return badQuery(errors.New("explain needs a trace id: set traceId, or write the query as explain <traceId>"))
+		// The drill-down opened on its own (not from a request link) has no trace id yet: an
+		// instruction, not an error badge on its panels.
+		f := data.NewFrame("explanation")
+		f.Meta = &data.FrameMeta{Notices: []data.Notice{{Severity: data.NoticeSeverityInfo,
+			Text: "No request selected: click a trace id in a requests table (or set the Trace ID variable) to explain that request. An explain query reads explain <traceId>."}}}
+		return backend.DataResponse{Frames: data.Frames{f}}
 	}
 	req, err := d.traces.Get(ctx, query.TraceID)
 	if errors.Is(err, traces.ErrNotFound) {
@@ -63,6 +73,10 @@ func handleExplain(ctx context.Context, d *Datasource, q backend.DataQuery, quer
 	row := slices.IndexFunc(res.Rows, func(r correlate.Row) bool { return r.TraceID == req.TraceID })
 	e := correlate.Explain(res.Rows[row])
 	out := frames.Explanation(e, signalInfo, notices)
+	if query.Format == explainAnnotation {
+		// The drill-down draws the request's interval on its graphs from this frame alone.
+		return backend.DataResponse{Frames: slices.DeleteFunc(out, func(f *data.Frame) bool { return f.Name != frames.RequestIntervalFrame })}
+	}
 	if diag != nil {
 		shown := []series.Signal{series.TTFTP99}
 		for _, js := range correlate.Joined {

@@ -132,7 +132,7 @@ func handleRequests(ctx context.Context, d *Datasource, q backend.DataQuery, que
 		notices = append(notices, fmt.Sprintf("%d requests were examined; the %d that stand out most from their instance's typical TTFT are shown.", len(rows), limit))
 		rows = rows[:limit]
 	}
-	links := frames.TraceLinks{DatasourceUID: d.settings.TracesDatasourceUID, Backend: d.settings.TracesBackend}
+	links := frames.TraceLinks{DatasourceUID: d.settings.TracesDatasourceUID, Backend: d.settings.TracesBackend, VLLMUID: answeringUID(ctx)}
 	return backend.DataResponse{Frames: data.Frames{frames.Requests(rows, links, signalInfo, strings.Join(executed, "\n"), notices)}}
 }
 
@@ -255,3 +255,12 @@ func filterOf(what, v string) (filter, error) {
 }
 
 func (f filter) match(v string) bool { return f.re == nil || f.re.MatchString(v) }
+
+// answeringUID is the uid of the data source a query was sent to, from the request's plugin
+// context, so that links open the drill-down on the same data source.
+func answeringUID(ctx context.Context) string {
+	if s := backend.PluginConfigFromContext(ctx).DataSourceInstanceSettings; s != nil {
+		return s.UID
+	}
+	return ""
+}
