@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
@@ -26,7 +27,8 @@ const explainAnnotation = "annotation"
 const explainPad = 10 * time.Minute
 
 // handleExplain answers an explain query: one request by trace id, its stages, the findings
-// active while it ran, and the signals of its instance around it.
+// active while it ran, and the signals of its instance around it. The trace comes first (it
+// says which instance and when); its peers and the metrics are then fetched in parallel.
 func handleExplain(ctx context.Context, d *Datasource, q backend.DataQuery, query Query) backend.DataResponse {
 	if d.traces == nil {
 		return badQuery(errNoTraces)
@@ -60,9 +62,21 @@ func handleExplain(ctx context.Context, d *Datasource, q backend.DataQuery, quer
 	if req.Model != "" {
 		scope.Model = regexp.QuoteMeta(req.Model)
 	}
-	in := correlate.Input{Requests: peers(ctx, d, req), From: req.Start, To: req.End}
+	// The peers and the metrics are independent: fetched at once.
+	var (
+		around []traces.Request
+		diag   *Diagnosis
+		wg     sync.WaitGroup
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		around = peers(ctx, d, req)
+	}()
+	diag, err = d.diagnose(ctx, mq, scope, nil, correlate.Signals())
+	wg.Wait()
+	in := correlate.Input{Requests: around, From: req.Start, To: req.End}
 	var notices []string
-	diag, err := d.diagnose(ctx, mq, scope, nil, correlate.Signals())
 	if err != nil {
 		notices = append(notices, "The metrics could not be read, so the request is explained without its metric state and findings: "+err.Error())
 	} else {

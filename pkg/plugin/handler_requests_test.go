@@ -102,8 +102,10 @@ func TestRequestsAndExplain(t *testing.T) {
 		if trace.Internal == nil || trace.Internal.DatasourceUID != "jaeger-uid" || trace.Internal.Query.(map[string]any)["query"] != "${__value.raw}" {
 			t.Fatalf("trace link %+v, want an internal link to data source jaeger-uid querying the trace id", trace)
 		}
-		if !strings.HasPrefix(drill.URL, "/d/vllm-request-drilldown?var-traceId=${__value.raw}&from=${__data.fields.drilldown_from}") {
-			t.Fatalf("drill-down link %q", drill.URL)
+		uid := ds.DataSourceInstanceSettings.UID
+		if !strings.HasPrefix(drill.URL, "/d/vllm-request-drilldown?var-datasource="+uid+"&var-traces=jaeger-uid&var-traceId=${__value.raw}&") ||
+			!strings.Contains(drill.URL, "&from=${__data.fields.drilldown_from}") {
+			t.Fatalf("drill-down link %q, want the answering data source %s, the trace data source and the trace id", drill.URL, uid)
 		}
 		start, _ := f.ConcreteAt(fieldIndex(t, f, "start"), 0)
 		if got, want := cellString(f, "drilldown_from", 0), strconv.FormatInt(start.(time.Time).Add(-2*time.Minute).UnixMilli(), 10); got != want {
