@@ -379,6 +379,32 @@ func (c Coverage) Text() string {
 }
 
 func coverage(in Input, spans int) Coverage {
+	return coverageOf(in, spans, func(series.Key) bool { return true })
+}
+
+// CoverageByInstance is the coverage of each instance that has spans or a request rate: what
+// share of its finished requests the search examined, which differs between instances when
+// their searches stopped at their limits or their traffic differs.
+func CoverageByInstance(in Input) map[string]Coverage {
+	spans := map[string]int{}
+	for _, r := range in.Requests {
+		spans[r.Instance]++
+	}
+	if in.Set != nil {
+		for _, k := range in.Set.Keys() {
+			if _, ok := spans[k.Instance]; !ok {
+				spans[k.Instance] = 0
+			}
+		}
+	}
+	out := make(map[string]Coverage, len(spans))
+	for inst, n := range spans {
+		out[inst] = coverageOf(in, n, func(k series.Key) bool { return k.Instance == inst })
+	}
+	return out
+}
+
+func coverageOf(in Input, spans int, keep func(series.Key) bool) Coverage {
 	c := Coverage{Spans: spans, Finished: math.NaN(), Truncated: in.Truncated}
 	if in.Set == nil {
 		return c
@@ -387,6 +413,9 @@ func coverage(in Input, spans int) Coverage {
 	from, to := in.From, in.To
 	sum, seen := 0.0, false
 	for _, k := range in.Set.Keys() {
+		if !keep(k) {
+			continue
+		}
 		s := in.Set.Get(k, series.RequestRate)
 		if s == nil {
 			continue

@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -103,6 +104,9 @@ func handleRequests(ctx context.Context, d *Datasource, q backend.DataQuery, que
 	cov := res.Coverage.Text()
 	if query.MinTTFT > 0 {
 		cov += fmt.Sprintf(" (only spans with TTFT ≥ %g s were asked for)", query.MinTTFT)
+	}
+	if by := instanceCoverage(in, res.Coverage); by != "" {
+		cov += "; " + by
 	}
 	notices = append([]string{cov}, notices...)
 	if info.Truncated {
@@ -263,4 +267,29 @@ func answeringUID(ctx context.Context) string {
 		return s.UID
 	}
 	return ""
+}
+
+// instanceCoverage names the instances whose share of requests examined differs from the
+// whole's by more than a factor of two, with their shares; empty when none does.
+func instanceCoverage(in correlate.Input, all correlate.Coverage) string {
+	if !all.Known() || all.Finished <= 0 {
+		return ""
+	}
+	whole := float64(all.Spans) / all.Finished
+	by := correlate.CoverageByInstance(in)
+	var parts []string
+	for _, inst := range slices.Sorted(maps.Keys(by)) {
+		c := by[inst]
+		if !c.Known() || c.Finished <= 0 {
+			continue
+		}
+		share := float64(c.Spans) / c.Finished
+		if share > 2*whole || share < whole/2 {
+			parts = append(parts, fmt.Sprintf("%s %.1f%% (%d of %.0f)", inst, 100*share, c.Spans, c.Finished))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.1f%% of the range's requests were examined overall; where it differs, per instance: %s", 100*whole, strings.Join(parts, ", "))
 }
