@@ -63,5 +63,8 @@
 // 0, noted, and the shares are then of the stages' sum), names the dominant stage and the
 // stage its first anomaly points at (queue or prefill, the larger, for a slow first token;
 // queue; decode), picks the active finding whose mechanism lengthens that stage (else the
-// instance's headline finding), and writes one sentence a user can act on.
+// instance's headline finding), and writes one sentence a user can act on. When the request
+// stands out and no active finding explains that stage, or the finding is prefill_bound or
+// decode_bound (a symptom without a specific cause), Explanation.Profile gives seed 004's third
+// tier: the steps to profile that instance with a few requests shaped like this one.
 package correlate

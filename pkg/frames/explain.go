@@ -42,6 +42,7 @@ func Explanation(e correlate.Explanation, info func(series.Signal) SignalInfo, n
 		named(data.NewField("findings", nil, []string{strings.Join(r.FindingRules(), ",")}), "Findings active", ""),
 		named(data.NewField("finding", nil, []string{chosen}), "Finding named", ""),
 		named(data.NewField("action", nil, []string{action}), "Action", ""),
+		named(data.NewField("profile", nil, []string{e.Profile}), "Profile", ""),
 		named(data.NewField("anomalies", nil, []string{strings.Join(codes, ",")}), "Anomalies", ""),
 	)
 	expl.Fields = append(expl.Fields, stateFields([]correlate.Row{r}, info)...)
