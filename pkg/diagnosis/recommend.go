@@ -243,8 +243,8 @@ type KneeInput struct {
 }
 
 // InstancesNeeded is how many instances to add: arrivals (finished requests per second plus
-// the queue's growth per second) over the rate one instance held without a queue, rounded up,
-// less this instance.
+// the queue's growth per second, from the finding's start to the queue's peak) over the rate
+// one instance held without a queue, rounded up, less this instance.
 func InstancesNeeded(in KneeInput) Recommendation {
 	const flag = "add instances"
 	if math.IsNaN(in.Finished) {
@@ -429,9 +429,17 @@ func batchedTokens(e *env, sp span) Recommendation {
 
 func instancesNeeded(e *env, sp span) Recommendation {
 	g := e.set.Grid
-	in := KneeInput{Finished: e.meanOver(series.RequestRate, sp.start, sp.end), QueueGrowth: math.NaN()}
-	if dur := g.Time(sp.end).Sub(g.Time(sp.start)).Seconds(); dur > 0 {
-		in.QueueGrowth = (e.at(series.Waiting, sp.end) - e.at(series.Waiting, sp.start)) / dur
+	// Arrivals are measured while the queue grew: from the finding's start to the step where
+	// waiting peaked (a finding that lasts until the queue drains again grows by nothing).
+	top, peak := sp.start, math.Inf(-1)
+	for i := sp.start; i <= sp.end; i++ {
+		if w := e.at(series.Waiting, i); w > peak {
+			top, peak = i, w
+		}
+	}
+	in := KneeInput{Finished: e.meanOver(series.RequestRate, sp.start, top), QueueGrowth: math.NaN()}
+	if dur := g.Time(top).Sub(g.Time(sp.start)).Seconds(); dur > 0 {
+		in.QueueGrowth = (peak - e.at(series.Waiting, sp.start)) / dur
 	}
 	for i := 0; i < g.Len; i++ {
 		r, w, rate := e.at(series.Running, i), e.at(series.Waiting, i), e.at(series.RequestRate, i)
