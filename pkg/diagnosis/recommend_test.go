@@ -238,3 +238,25 @@ func TestPrefixMissExpectsTheHitRateOfHealthyPeers(t *testing.T) {
 	// (0.8 − 0.1) × 1000 = 700 tokens missed; 0.5 s over 900 computed tokens: 700 × 0.5 / 900 = 389 ms.
 	checkRec(t, got.Recommendation, 0.8, "on 1 healthy peers", "700 tokens missed", "389 ms")
 }
+
+// TestPastTheKneeMeasuresArrivalsUpToTheQueuesPeak: the queue grows from 20 to 150 over steps
+// 240..259 (19 × 15 s = 285 s) and drains to 60 by the end; with 9.8 req/s finishing, arrivals
+// are 9.8 + 130/285 = 10.256/s, ⌈10.256 / 5⌉ = 3 instances, 2 more. Over the whole finding the
+// queue grew by only 40, which would understate arrivals (9.87/s, 1 more).
+func TestPastTheKneeMeasuresArrivalsUpToTheQueuesPeak(t *testing.T) {
+	set := newSet(totalSteps)
+	scenario(set, keyA, map[series.Signal]sample{series.Running: x(64), series.KVUsage: x(0.9), series.RequestRate: x(9.8)})
+	for i := baseSteps; i < totalSteps; i++ {
+		w := 20 + 130*float64(i-baseSteps)/19
+		if i > baseSteps+19 {
+			w = 150 - 90*float64(i-baseSteps-19)/20
+		}
+		fill(set, keyA, series.Waiting, i, i+1, x(w))
+	}
+	res := evaluate(t, set, Options{Rules: []string{PastTheKnee}, EvalFrom: evalFrom})
+	fs := findingsOf(res, PastTheKnee)
+	if len(fs) != 1 {
+		t.Fatalf("%d findings, want 1", len(fs))
+	}
+	checkRec(t, fs[0].Recommendation, 2, "0.4561/s queue growth", "3 instances, 2 more")
+}
