@@ -127,12 +127,13 @@
 // below are their defaults). Where a number cannot be had, Value is NaN and Missing names the
 // absent metric or vLLM version; the finding keeps its Action.
 //
-//   - kv_cache_saturated, preemptions_free_cache (KVFit): pool = num_gpu_blocks × block_size
-//     tokens (vllm:cache_config_info); a running request holds KV usage × pool ÷ running tokens
-//     (the instantaneous gauge for the first, the window mean kv_usage_avg for the second), shown
-//     beside prompt + output ÷ 2 from the length means (used when running is unknown);
-//     --max-num-seqs = ⌊(1 − KVHeadroom) × pool ÷ held⌋ with KVHeadroom 10%. With cache_dtype
-//     auto, the fp8 alternative: twice the pool, and the sequences it fits.
+//   - kv_cache_saturated, preemptions_free_cache (KVFit): a running request holds KV usage ÷
+//     running of the pool (the instantaneous gauge for the first, the window mean kv_usage_avg
+//     for the second), shown in tokens of the pool num_gpu_blocks × block_size
+//     (vllm:cache_config_info, the newest of the range) beside prompt + output ÷ 2 from the
+//     length means, which stand in, over the pool, when running is unknown;
+//     --max-num-seqs = ⌊(1 − KVHeadroom) ÷ share⌋ with KVHeadroom 10%. With cache_dtype auto,
+//     the fp8 alternative: twice the pool, and the sequences it fits.
 //   - spec_decode_inefficient (SpecDraft): α (accepted over draft tokens) and k (draft tokens
 //     per draft, signal spec_draft_length); vLLM accepts drafts in order until the first
 //     rejection, so α·k = p + p² + … + p^k gives the per-position acceptance p; the speedup

@@ -63,40 +63,54 @@ type KVInput struct {
 }
 
 // KVFit is the --max-num-seqs whose requests fit the KV pool with KVHeadroom to spare. The
-// pool holds Blocks × BlockSize tokens; a running request holds Usage × pool ÷ Running tokens
-// on average (prefix blocks shared between requests counted once), cross-checked with
-// PromptMean + OutputMean / 2 (a request holds its prompt and, on average over its decode,
-// half its output). The measured holding is used when known, the lengths otherwise. With
+// pool holds Blocks × BlockSize tokens; a running request holds Usage ÷ Running of it on
+// average (prefix blocks shared between requests counted once), shown beside PromptMean +
+// OutputMean / 2 tokens (a request holds its prompt and, on average over its decode, half its
+// output); --max-num-seqs = ⌊(1 − KVHeadroom) ÷ share⌋. The measured share is used when known,
+// and then does not depend on the pool's size (vllm:cache_config_info is the newest of the
+// range: after a redeploy with another pool, the tokens shown are the new pool's); the lengths
+// over the pool otherwise. With
 // cache_dtype auto, the fp8 alternative (twice the blocks in the same memory) is stated too.
 func KVFit(in KVInput) Recommendation {
 	const flag = "--max-num-seqs"
-	if in.Blocks <= 0 || in.BlockSize <= 0 {
-		return unknownRec(flag, "vllm:cache_config_info (num_gpu_blocks, block_size) is missing for this instance, so the KV pool's size is unknown")
+	pool, poolText := math.NaN(), "pool unknown (no num_gpu_blocks, block_size in vllm:cache_config_info)"
+	if in.Blocks > 0 && in.BlockSize > 0 {
+		pool = float64(in.Blocks * in.BlockSize)
+		poolText = fmt.Sprintf("pool %d blocks × %d = %s tokens", in.Blocks, in.BlockSize, whole(pool))
 	}
-	pool := float64(in.Blocks * in.BlockSize)
 	lengths := in.PromptMean + in.OutputMean/2
-	per, how := math.NaN(), ""
+	var share float64 // of the pool one running request holds
+	var how string
 	switch {
 	case in.Running > 0 && in.Usage > 0:
-		per = in.Usage * pool / in.Running
-		how = fmt.Sprintf("KV usage %s × %s / %s running = %s tokens per request", num(in.Usage), whole(pool), num(in.Running), whole(math.Round(per)))
-		if !math.IsNaN(lengths) {
-			how += fmt.Sprintf(" (lengths: prompt %s + output %s / 2 = %s)", whole(math.Round(in.PromptMean)), whole(math.Round(in.OutputMean)), whole(math.Round(lengths)))
+		// Measured, the share does not depend on the pool's size: usage is already a fraction.
+		share = in.Usage / in.Running
+		how = fmt.Sprintf("KV usage %s / %s running = %s of the pool per request", num(in.Usage), num(in.Running), num(share))
+		if !math.IsNaN(pool) {
+			how += fmt.Sprintf(" (%s tokens)", whole(math.Round(share*pool)))
 		}
+		if !math.IsNaN(lengths) {
+			how += fmt.Sprintf(", lengths say prompt %s + output %s / 2 = %s", whole(math.Round(in.PromptMean)), whole(math.Round(in.OutputMean)), whole(math.Round(lengths)))
+		}
+	case lengths > 0 && math.IsNaN(pool):
+		return unknownRec(flag, "no KV usage per running request in the window, and vllm:cache_config_info (num_gpu_blocks, block_size) is missing for this instance, so the prompt and output lengths cannot be set against the pool")
 	case lengths > 0:
-		per = lengths
-		how = fmt.Sprintf("prompt %s + output %s / 2 = %s tokens per request (no KV usage per running request)", whole(math.Round(in.PromptMean)), whole(math.Round(in.OutputMean)), whole(math.Round(lengths)))
+		share = lengths / pool
+		how = fmt.Sprintf("no KV usage per running request: prompt %s + output %s / 2 = %s tokens = %s of the pool per request", whole(math.Round(in.PromptMean)), whole(math.Round(in.OutputMean)), whole(math.Round(lengths)), num(share))
 	default:
 		return unknownRec(flag, "neither KV usage with running requests nor the prompt and output lengths (vllm:request_prompt_tokens, vllm:request_generation_tokens) have data in the window")
 	}
-	fit := math.Max(1, floor((1-KVHeadroom)*pool/per))
+	fit := math.Max(1, floor((1-KVHeadroom)/share))
 	r := Recommendation{Flag: flag, Value: fit,
-		Effect: fmt.Sprintf("the requests that fit the KV cache with %.0f%% to spare, so they stop being preempted", 100*KVHeadroom),
-		Arithmetic: fmt.Sprintf("pool %d blocks × %d = %s tokens; %s; %s × %s / %s = %s",
-			in.Blocks, in.BlockSize, whole(pool), how, num(1-KVHeadroom), whole(pool), whole(math.Round(per)), whole(fit))}
+		Effect:     fmt.Sprintf("the requests that fit the KV cache with %.0f%% to spare, so they stop being preempted", 100*KVHeadroom),
+		Arithmetic: fmt.Sprintf("%s; %s; %s / %s = %s", poolText, how, num(1-KVHeadroom), num(share), whole(fit))}
 	if dt := strings.ToLower(in.CacheDType); dt == "auto" || dt == "" {
-		fp8 := floor((1 - KVHeadroom) * 2 * pool / per)
-		r.Effect += fmt.Sprintf("; or --kv-cache-dtype fp8 (cache_dtype is %s): about 2× the pool, %s tokens, fitting %s", orUnknown(in.CacheDType), whole(2*pool), whole(fp8))
+		fp8 := floor((1 - KVHeadroom) * 2 / share)
+		tokens := ""
+		if !math.IsNaN(pool) {
+			tokens = fmt.Sprintf(", %s tokens", whole(2*pool))
+		}
+		r.Effect += fmt.Sprintf("; or --kv-cache-dtype fp8 (cache_dtype is %s): about 2× the pool%s, fitting %s", orUnknown(in.CacheDType), tokens, whole(fp8))
 	}
 	return r
 }

@@ -35,18 +35,21 @@ func TestKVFit(t *testing.T) {
 		want     float64
 		contains []string
 	}{
-		// pool 4000 × 16 = 64000 tokens; 0.5 × 64000 / 24 = 1333.3 tokens per request;
-		// 0.9 × 64000 / 1333.3 = 43.2 → 43; fp8: 0.9 × 128000 / 1333.3 = 86.4 → 86.
+		// pool 4000 × 16 = 64000 tokens; 0.5 / 24 = 0.02083 of it (1333 tokens) per request;
+		// 0.9 / 0.02083 = 43.2 → 43; fp8: 0.9 × 2 / 0.02083 = 86.4 → 86.
 		{"from KV usage per running request", KVInput{Blocks: 4000, BlockSize: 16, CacheDType: "auto", Usage: 0.5, Running: 24, PromptMean: 1000, OutputMean: 600},
-			43, []string{"--max-num-seqs 43", "1333 tokens per request", "prompt 1000 + output 600 / 2 = 1300", "--kv-cache-dtype fp8", "fitting 86"}},
-		// No running requests: prompt 1000 + output 600 / 2 = 1300 tokens; 57600 / 1300 = 44.3 → 44.
+			43, []string{"--max-num-seqs 43", "(1333 tokens)", "prompt 1000 + output 600 / 2 = 1300", "--kv-cache-dtype fp8", "128000 tokens, fitting 86"}},
+		// No running requests: prompt 1000 + output 600 / 2 = 1300 tokens of 64000 = 0.02031;
+		// 0.9 / 0.02031 = 44.3 → 44.
 		{"from the lengths without running requests", KVInput{Blocks: 4000, BlockSize: 16, CacheDType: "auto", Usage: 0, Running: 0, PromptMean: 1000, OutputMean: 600},
-			44, []string{"1300 tokens per request (no KV usage per running request)"}},
+			44, []string{"no KV usage per running request: prompt 1000 + output 600 / 2 = 1300 tokens"}},
 		// Already fp8: 0.9 × 64000 / 1333.3 = 43, and no fp8 alternative.
 		{"fp8 already", KVInput{Blocks: 4000, BlockSize: 16, CacheDType: "fp8", Usage: 0.5, Running: 24, PromptMean: nan, OutputMean: nan}, 43, nil},
 		// 100 × 16 = 1600 tokens, 0.9 × 1600 / 5000 = 0.29: at least one sequence.
 		{"at least one sequence", KVInput{Blocks: 100, BlockSize: 16, CacheDType: "auto", Usage: 1, Running: 0.32, PromptMean: nan, OutputMean: nan}, 1, nil},
-		{"no cache config", KVInput{Usage: 0.5, Running: 24, PromptMean: 1000, OutputMean: 600}, nan, []string{"vllm:cache_config_info"}},
+		// The measured share needs no pool: 0.9 / (0.5 / 24) = 43.2 → 43, the pool said unknown.
+		{"no cache config, measured share", KVInput{Usage: 0.5, Running: 24, PromptMean: 1000, OutputMean: 600}, 43, []string{"pool unknown"}},
+		{"no cache config, lengths only", KVInput{Usage: nan, Running: nan, PromptMean: 1000, OutputMean: 600}, nan, []string{"vllm:cache_config_info"}},
 		{"no usage, running or lengths", KVInput{Blocks: 4000, BlockSize: 16, Usage: nan, Running: nan, PromptMean: nan, OutputMean: nan}, nan, []string{"vllm:request_prompt_tokens"}},
 	}
 	for _, tt := range tests {

@@ -8,12 +8,15 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"text/template"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed/vllm-datasource/pkg/diagnosis"
 	"github.com/seed/vllm-datasource/pkg/sim"
+	"github.com/seed/vllm-datasource/pkg/stack"
 	"github.com/seed/vllm-datasource/pkg/vllm"
 )
 
@@ -170,4 +173,53 @@ func sortedKeys(m map[string]recommendationTruth) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// alertCapture is one entry of .Values in Grafana's alert templates: a reduce expression's
+// labels and value.
+type alertCapture struct {
+	Labels map[string]string
+	Value  float64
+}
+
+// checkSummaryNamesTheValue evaluates an alert rule's recommendation query (refId D) as Grafana
+// would at `at`, reduces it (last, drop non-numbers) into E for the faulty instance, renders the
+// summary with Grafana's template data (.Labels, .Values) and checks that it names the value.
+// Rules without a recommendation query are skipped.
+func checkSummaryNamesTheValue(t *testing.T, b *bed, r stack.AlertRule, job, instance string, at time.Time) {
+	t.Helper()
+	var d *stack.AlertQuery
+	for i := range r.Data {
+		if r.Data[i].RefID == "D" {
+			d = &r.Data[i]
+		}
+	}
+	if d == nil {
+		return
+	}
+	window := time.Duration(d.RelativeTimeRange.From-d.RelativeTimeRange.To) * time.Second
+	ms, _ := d.Model["intervalMs"].(float64)
+	tp, pc := pluginFor(t, b.prom.URL, map[string]any{"labelMatchers": fmt.Sprintf(`{job=%q}`, job)})
+	resp := ask(t, tp, pc, query(d.RefID, d.Model, at.Add(-window), at, time.Duration(ms)*time.Millisecond))
+	res := resp.Responses[d.RefID]
+	require.NoError(t, res.Error)
+	var e *alertCapture
+	for _, f := range res.Frames {
+		if len(f.Fields) == 2 && f.Fields[1].Labels["instance"] == instance {
+			e = &alertCapture{Labels: f.Fields[1].Labels, Value: lastNonNaN(f.Fields[1])}
+		}
+	}
+	require.NotNil(t, e, "no recommendation series for %s", instance)
+	require.False(t, math.IsNaN(e.Value), "the recommendation series of %s has no value inside the fault", instance)
+	labels := map[string]string{"instance": instance, "rule": e.Labels["rule"], "model_name": e.Labels["model_name"], "severity": r.Labels["severity"]}
+	tmpl, err := template.New("summary").Option("missingkey=error").Parse(r.Annotations["summary"])
+	require.NoError(t, err)
+	var out strings.Builder
+	require.NoError(t, tmpl.Execute(&out, map[string]any{"Labels": labels, "Values": map[string]alertCapture{"E": *e}}))
+	want := fmt.Sprintf("%.0f", e.Value)
+	if e.Value < 1 && e.Value > 0 {
+		want = fmt.Sprintf("%.2f", e.Value)
+	}
+	assert.Contains(t, out.String(), " "+want, "summary %q should name the recommended value %v", out.String(), e.Value)
+	t.Logf("%s summary: %s", r.Title, out.String())
 }

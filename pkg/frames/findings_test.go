@@ -87,8 +87,8 @@ func TestFindingsFrameHasTheDesignFields(t *testing.T) {
 	if row["confidence"] != f.Confidence.Level || row["headline"] != true {
 		t.Errorf("confidence %v headline %v", row["confidence"], row["headline"])
 	}
-	// The cache config lacks num_gpu_blocks: the column says so instead of a value.
-	if rec := row["recommendation"].(string); !strings.HasPrefix(rec, "no value: ") || !strings.Contains(rec, "num_gpu_blocks") {
+	// Neither running requests nor prompt lengths: the column names them instead of a value.
+	if rec := row["recommendation"].(string); !strings.HasPrefix(rec, "no value: ") || !strings.Contains(rec, "vllm:request_prompt_tokens") {
 		t.Errorf("recommendation %q: want the missing metric named", rec)
 	}
 }
