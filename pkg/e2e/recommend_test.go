@@ -183,7 +183,7 @@ type alertCapture struct {
 }
 
 // checkSummaryNamesTheValue evaluates an alert rule's recommendation query (refId D) as Grafana
-// would at `at`, reduces it (last, drop non-numbers) into E for the faulty instance, renders the
+// would at `at` (a time the rule fires: its finding has lasted `for`), reduces it (last, drop non-numbers) into E for the faulty instance, renders the
 // summary with Grafana's template data (.Labels, .Values) and checks that it names the value.
 // Rules without a recommendation query are skipped.
 func checkSummaryNamesTheValue(t *testing.T, b *bed, r stack.AlertRule, job, instance string, at time.Time) {
@@ -220,6 +220,7 @@ func checkSummaryNamesTheValue(t *testing.T, b *bed, r stack.AlertRule, job, ins
 	if e.Value < 1 && e.Value > 0 {
 		want = fmt.Sprintf("%.2f", e.Value)
 	}
-	assert.Contains(t, out.String(), " "+want, "summary %q should name the recommended value %v", out.String(), e.Value)
+	named := regexp.MustCompile(`(^|[^0-9.])` + regexp.QuoteMeta(want) + `([^0-9.]|$)`)
+	assert.True(t, named.MatchString(out.String()), "summary %q should name the recommended value %v", out.String(), e.Value)
 	t.Logf("%s summary: %s", r.Title, out.String())
 }
