@@ -241,6 +241,9 @@ func (e *Explanation) sentence() string {
 	default:
 		fmt.Fprintf(&b, ". Finding %s was active on %s: %s. Action: %s.", f.Rule, f.Key.Instance, context(f, r), strings.TrimSuffix(f.Action, "."))
 	}
+	if f := e.Finding; f != nil && f.Recommendation.Known() {
+		fmt.Fprintf(&b, " Recommendation: %s.", f.Recommendation)
+	}
 	return b.String()
 }
 

@@ -18,6 +18,8 @@ const (
 	FormatFindings = "findings"
 	FormatTimeline = "timeline"
 	FormatAlert    = "alert"
+	// FormatRecommendation is the recommended values as series, for alert summaries.
+	FormatRecommendation = "recommendation"
 )
 
 func handleDiagnosis(ctx context.Context, d *Datasource, q backend.DataQuery, query Query) backend.DataResponse {
@@ -25,8 +27,8 @@ func handleDiagnosis(ctx context.Context, d *Datasource, q backend.DataQuery, qu
 	if format == "" {
 		format = FormatFindings
 	}
-	if format != FormatFindings && format != FormatTimeline && format != FormatAlert {
-		return badQuery(fmt.Errorf("format %q is not one of findings, timeline, alert", format))
+	if format != FormatFindings && format != FormatTimeline && format != FormatAlert && format != FormatRecommendation {
+		return badQuery(fmt.Errorf("format %q is not one of findings, timeline, alert, recommendation", format))
 	}
 	diag, err := d.diagnose(ctx, q, query, query.Rules, nil)
 	if err != nil {
@@ -38,6 +40,8 @@ func handleDiagnosis(ctx context.Context, d *Datasource, q backend.DataQuery, qu
 		out = frames.Timeline(diag.Result)
 	case FormatAlert:
 		out = frames.AlertSeries(diag.Result)
+	case FormatRecommendation:
+		out = frames.RecommendationSeries(diag.Result)
 	default:
 		out = data.Frames{frames.Findings(diag.Result)}
 	}
