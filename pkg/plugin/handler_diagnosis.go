@@ -19,6 +19,8 @@ const (
 	FormatTimeline = "timeline"
 	FormatAlert    = "alert"
 	FormatFleet    = "fleet"
+	// FormatRecommendation is the recommended values as series, for alert summaries.
+	FormatRecommendation = "recommendation"
 )
 
 func handleDiagnosis(ctx context.Context, d *Datasource, q backend.DataQuery, query Query) backend.DataResponse {
@@ -26,8 +28,8 @@ func handleDiagnosis(ctx context.Context, d *Datasource, q backend.DataQuery, qu
 	if format == "" {
 		format = FormatFindings
 	}
-	if format != FormatFindings && format != FormatTimeline && format != FormatAlert && format != FormatFleet {
-		return badQuery(fmt.Errorf("format %q is not one of findings, timeline, alert, fleet", format))
+	if format != FormatFindings && format != FormatTimeline && format != FormatAlert && format != FormatFleet && format != FormatRecommendation {
+		return badQuery(fmt.Errorf("format %q is not one of findings, timeline, alert, fleet, recommendation", format))
 	}
 	keep, err := findingFilter(query)
 	if err != nil {
@@ -49,6 +51,8 @@ func handleDiagnosis(ctx context.Context, d *Datasource, q backend.DataQuery, qu
 		out = frames.AlertSeries(diag.Result)
 	case FormatFleet:
 		out = data.Frames{frames.Fleet(diag.Result, diag.Set)}
+	case FormatRecommendation:
+		out = frames.RecommendationSeries(diag.Result)
 	default:
 		res := diag.Result
 		res.Findings = nil

@@ -195,6 +195,22 @@ var Catalog = []Def{
 		}}}},
 	mean(series.PromptLengthMean, "Prompt length (mean)", "short", groupThroughput, "Mean prompt tokens per request.", vllm.RequestPromptTokens),
 	mean(series.OutputLengthMean, "Output length (mean)", "short", groupThroughput, "Mean output tokens per request.", vllm.RequestGenerationTokens),
+	// The three below feed the diagnosis's recommendations (the value to set).
+	tokenQuantile(series.PromptLengthP95, "Prompt length p95", 0.95, "95th percentile of prompt tokens per request (1-2-5 buckets: coarse).", vllm.RequestPromptTokens),
+	{Name: series.SpecDraftLength, Label: "Draft length", Unit: "none", Group: groupSpec,
+		Description: "Draft tokens proposed per draft: the number of speculative tokens in use (only with speculative decoding on).",
+		alts: []alt{{needs: []string{vllm.SpecDraftTokens, vllm.SpecDrafts}, expr: func(b builder) string {
+			return fmt.Sprintf("%s / %s", b.sumRate(vllm.SpecDraftTokens), b.sumRate(vllm.SpecDrafts))
+		}}}},
+	{Name: series.EngineStepRate, Label: "Engine steps/s", Unit: "short", Group: groupThroughput,
+		Description: "Engine steps per second (observations of vllm:iteration_tokens_total).", alts: []alt{{needs: []string{vllm.IterationTokens}, expr: func(b builder) string { return b.sumRate(vllm.IterationTokens + "_count") }}}},
+}
+
+// tokenQuantile is a quantile of a token-count histogram: as quantile, counted in tokens.
+func tokenQuantile(name series.Signal, label string, q float64, desc string, family string) Def {
+	d := quantile(name, label, q, groupThroughput, desc, family)
+	d.Unit = "short"
+	return d
 }
 
 var byName = func() map[series.Signal]*Def {
