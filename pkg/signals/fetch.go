@@ -153,10 +153,11 @@ func (c *Client) Fetch(ctx context.Context, req Request) (*Result, error) {
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
+	// The errgroup's context is cancelled once Wait returns: later lookups use the request's.
 	for i, e := range exprs {
 		res.Notices = append(res.Notices, warnings[i]...)
 		for _, sig := range plan[e] {
-			c.align(gctx, set, sig, matrices[i], b)
+			c.align(ctx, set, sig, matrices[i], b)
 		}
 	}
 	c.derive(set, req.Signals)
