@@ -27,8 +27,10 @@ type Def struct {
 	// alts are the ways to compute it, newest metric names first; every one whose metrics
 	// exist is used, joined with "or", so a fleet that mixes vLLM versions is covered.
 	alts []alt
-	// quantileOf names the histogram family of a quantile signal, for its bucket bounds.
-	quantileOf []string
+	// q is the quantile of a quantile signal (0 otherwise): its alts fetch the bucket rates
+	// of a histogram family, shared by every quantile of that family, and the quantile and its
+	// bucket interval are computed from the counts (see histogram.quantile).
+	q float64
 	// derive computes a signal from others on our side instead of in PromQL.
 	derive *derivation
 }
@@ -54,13 +56,16 @@ const (
 )
 
 func quantile(name series.Signal, label string, q float64, group, desc string, families ...string) Def {
-	d := Def{Name: name, Label: label, Unit: "s", Group: group, Description: desc, quantileOf: families}
+	d := Def{Name: name, Label: label, Unit: "s", Group: group, Description: desc, q: q}
 	for _, f := range families {
-		d.alts = append(d.alts, alt{needs: []string{f}, expr: func(b builder) string {
-			return fmt.Sprintf("histogram_quantile(%g, sum by (le, %s) (rate(%s[%s])))", q, b.by(), b.sel(f+"_bucket"), b.window)
-		}})
+		d.alts = append(d.alts, alt{needs: []string{f}, expr: func(b builder) string { return bucketRates(b, f) }})
 	}
 	return d
+}
+
+// bucketRates is the PromQL of a histogram family's bucket rates per instance, model and le.
+func bucketRates(b builder, family string) string {
+	return fmt.Sprintf("sum by (%s, le) (rate(%s[%s]))", b.by(), b.sel(family+"_bucket"), b.window)
 }
 
 func mean(name series.Signal, label, unit, group, desc string, families ...string) Def {

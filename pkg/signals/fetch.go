@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -40,7 +39,6 @@ type Client struct {
 	mu         sync.Mutex
 	detection  vllm.Detection
 	detectedAt time.Time
-	bounds     map[string][]float64 // histogram family → finite bucket bounds
 }
 
 // NewClient returns a client for a Prometheus HTTP API.
@@ -91,7 +89,7 @@ func (c *Client) Detect(ctx context.Context) (vllm.Detection, error) {
 	}
 	d := vllm.Detect(list)
 	c.mu.Lock()
-	c.detection, c.detectedAt, c.bounds = d, time.Now(), map[string][]float64{}
+	c.detection, c.detectedAt = d, time.Now()
 	c.mu.Unlock()
 	return d, nil
 }
@@ -153,11 +151,11 @@ func (c *Client) Fetch(ctx context.Context, req Request) (*Result, error) {
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	// The errgroup's context is cancelled once Wait returns: later lookups use the request's.
+	hists := map[string]map[series.Key]*histogram{}
 	for i, e := range exprs {
 		res.Notices = append(res.Notices, warnings[i]...)
 		for _, sig := range plan[e] {
-			c.align(ctx, set, sig, matrices[i], b)
+			c.align(set, sig, matrices[i], hists, e)
 		}
 	}
 	c.derive(set, req.Signals)
@@ -237,22 +235,28 @@ func absentReason(d *Def) string {
 	return fmt.Sprintf("%s: not available: this Prometheus has none of %s", d.Name, strings.Join(parts, "; "))
 }
 
-// align copies a matrix onto the set's grid; for quantiles it adds the bucket that holds each
-// value.
-func (c *Client) align(ctx context.Context, set *series.Set, sig series.Signal, m model.Matrix, b builder) {
+// align copies a matrix onto the set's grid. A quantile signal's matrix holds bucket rates:
+// its values and bucket intervals are computed from each key's own buckets.
+func (c *Client) align(set *series.Set, sig series.Signal, m model.Matrix, hists map[string]map[series.Key]*histogram, expr string) {
 	d, _ := Lookup(sig)
-	var bounds []float64
-	if len(d.quantileOf) > 0 {
-		bounds = c.bucketBounds(ctx, b, d.quantileOf)
+	if d.q > 0 {
+		h, ok := hists[expr]
+		if !ok {
+			h = histograms(m, c.labels, set.Grid)
+			hists[expr] = h
+		}
+		for key, hist := range h {
+			s := series.NewSeries(sig, key, set.Grid.Len)
+			hist.quantile(d.q, s)
+			set.Put(s)
+		}
+		return
 	}
 	for _, stream := range m {
 		key := series.Key{Instance: string(stream.Metric[model.LabelName(c.labels.Instance)]), Model: string(stream.Metric[model.LabelName(c.labels.Model)])}
 		s := set.Get(key, sig)
 		if s == nil {
 			s = series.NewSeries(sig, key, set.Grid.Len)
-			if bounds != nil {
-				s.Lower, s.Upper = nanSlice(set.Grid.Len), nanSlice(set.Grid.Len)
-			}
 			set.Put(s)
 		}
 		for _, p := range stream.Values {
@@ -265,9 +269,6 @@ func (c *Client) align(ctx context.Context, set *series.Set, sig series.Signal, 
 				v = math.NaN()
 			}
 			s.Values[i] = v
-			if bounds != nil {
-				s.Lower[i], s.Upper[i] = bucketOf(v, bounds)
-			}
 		}
 	}
 }
@@ -278,38 +279,6 @@ func nanSlice(n int) []float64 {
 		v[i] = math.NaN()
 	}
 	return v
-}
-
-// bucketBounds returns the union of the finite le values of histogram families, as stored in
-// Prometheus (vLLM changed the top TTFT buckets in 2025, so they are read, not assumed).
-func (c *Client) bucketBounds(ctx context.Context, b builder, families []string) []float64 {
-	var all []float64
-	for _, f := range families {
-		c.mu.Lock()
-		got, ok := c.bounds[f]
-		c.mu.Unlock()
-		if !ok {
-			vals, _, _, err := c.api.LabelValues(ctx, "le", []string{b.sel(f + "_bucket")}, time.Time{}, time.Time{})
-			if err != nil {
-				if m, known := vllm.Lookup(f); known {
-					got = m.Buckets
-				}
-			} else {
-				for _, v := range vals {
-					x, err := strconv.ParseFloat(string(v), 64)
-					if err == nil && !math.IsInf(x, 0) {
-						got = append(got, x)
-					}
-				}
-				c.mu.Lock()
-				c.bounds[f] = got
-				c.mu.Unlock()
-			}
-		}
-		all = append(all, got...)
-	}
-	sort.Float64s(all)
-	return all
 }
 
 // derive computes the signals defined as ratios of others, with their intervals.
