@@ -5,7 +5,9 @@
 // Every rate-like signal covers the rate window (Window), in every generation. Where vLLM V0
 // exported only a ratio since the server started (vllm:gpu_prefix_cache_hit_rate), the window's
 // value is derived from it and approximate (see windowedLifetimeRatio and the signal's
-// description).
+// description). A V0 server without the spec-decode token counters has only its lifetime
+// acceptance gauge (vllm:spec_decode_draft_acceptance_rate), used as the acceptance rate's
+// fallback. Quantile signals are computed here from each series' own bucket rates (quantile.go).
 package signals
 
 import (
@@ -118,6 +120,14 @@ func windowedLifetimeRatio(ratio, counter string) alt {
 	}}
 }
 
+// lifetimeGauge is a V0 gauge that holds a ratio since the server started, averaged over the
+// rate window; NaN (no draft yet) has no value.
+func lifetimeGauge(metric string) alt {
+	return alt{needs: []string{metric}, expr: func(b builder) string {
+		return fmt.Sprintf("avg by (%s) (avg_over_time(%s[%s]) >= 0)", b.by(), b.sel(metric), b.window)
+	}}
+}
+
 func rateOf(metric string, extra ...string) alt {
 	return alt{needs: []string{metric}, expr: func(b builder) string { return b.sumRate(metric, extra...) }}
 }
@@ -175,9 +185,12 @@ var Catalog = []Def{
 		alts: []alt{{needs: []string{vllm.RequestsWaitingByReason}, expr: func(b builder) string {
 			return fmt.Sprintf("sum by (%s) (%s)", b.by(), b.sel(vllm.RequestsWaitingByReason, `reason="capacity"`))
 		}}}},
-	counterRatio(series.SpecAcceptanceRate, "Draft acceptance rate", groupSpec,
-		"Accepted draft tokens over proposed draft tokens (only with speculative decoding on).",
-		[2]string{vllm.SpecAcceptedTokens, vllm.SpecDraftTokens}),
+	{Name: series.SpecAcceptanceRate, Label: "Draft acceptance rate", Unit: "percentunit", Group: groupSpec,
+		Description: "Accepted draft tokens over proposed draft tokens (only with speculative decoding on). " +
+			"A vLLM V0 server without the token counters has only its gauge vllm:spec_decode_draft_acceptance_rate, " +
+			"a ratio since the server started, averaged over the rate window: a change shows slowly there.",
+		alts: append(counterRatio("", "", "", "", [2]string{vllm.SpecAcceptedTokens, vllm.SpecDraftTokens}).alts,
+			lifetimeGauge(vllm.SpecAcceptanceRateV0))},
 	{Name: series.SpecAcceptanceLength, Label: "Mean acceptance length", Unit: "none", Group: groupSpec,
 		Description: "1 + accepted tokens per draft: tokens gained per speculative step.",
 		alts: []alt{{needs: []string{vllm.SpecAcceptedTokens, vllm.SpecDrafts}, expr: func(b builder) string {

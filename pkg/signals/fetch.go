@@ -193,7 +193,7 @@ func (c *Client) plan(det vllm.Detection, b builder, wanted []series.Signal, set
 			}
 		}
 		if len(parts) == 0 {
-			set.Absent[sig] = absentReason(d)
+			set.Absent[sig] = absentReason(d, det)
 			return
 		}
 		e := strings.Join(parts, " or ")
@@ -219,18 +219,23 @@ func hasAll(det vllm.Detection, needs []string) bool {
 	return true
 }
 
-func absentReason(d *Def) string {
-	needs := d.needs()
-	if d.Group == groupSpec {
-		return fmt.Sprintf("%s: not applicable: no speculative-decoding metrics (%s); speculative decoding is off, or vLLM is older than 0.8", d.Name, strings.Join(needs, ", "))
-	}
-	parts := make([]string, 0, len(needs))
+// absentReason names the metrics a signal would need that this Prometheus lacks, and the vLLM
+// releases that export them.
+func absentReason(d *Def, det vllm.Detection) string {
+	var missing []string
 	seen := map[string]bool{}
-	for _, n := range needs {
-		if !seen[n] {
+	for _, n := range d.needs() {
+		if !seen[n] && !det.Has(n) {
 			seen[n] = true
-			parts = append(parts, fmt.Sprintf("%s (%s)", n, vllm.Availability(n)))
+			missing = append(missing, n)
 		}
+	}
+	if d.Group == groupSpec {
+		return fmt.Sprintf("%s: not applicable: no speculative-decoding metrics (%s); vLLM exports them only while speculative decoding is on", d.Name, strings.Join(missing, ", "))
+	}
+	parts := make([]string, 0, len(missing))
+	for _, n := range missing {
+		parts = append(parts, fmt.Sprintf("%s (%s)", n, vllm.Availability(n)))
 	}
 	return fmt.Sprintf("%s: not available: this Prometheus has none of %s", d.Name, strings.Join(parts, "; "))
 }
