@@ -57,6 +57,10 @@ type Request struct {
 	Model    string
 	// CacheConfig asks for vllm:cache_config_info as well.
 	CacheConfig bool
+	// CoarseBefore, when set, reads the grid's points before it (a baseline's hour) at one point
+	// per rate window instead of one per step, each value held until the next: every sample is
+	// still counted once, at a fraction of the steps.
+	CoarseBefore time.Time
 }
 
 // Result is the aligned signals of a request and what a user should know about them.
@@ -127,23 +131,27 @@ func (c *Client) Fetch(ctx context.Context, req Request) (*Result, error) {
 	sort.Strings(exprs)
 	res.Queries = exprs
 
-	matrices := make([]model.Matrix, len(exprs))
-	warnings := make([][]string, len(exprs))
+	spans := spansOf(start, end, req.Step, req.CoarseBefore, window)
+	matrices := make([][]model.Matrix, len(exprs))
+	warnings := make([][][]string, len(exprs))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(maxParallel)
 	for i, e := range exprs {
-		g.Go(func() error {
-			v, warn, _, err := c.api.QueryRange(gctx, e, v1.Range{Start: start, End: end, Step: req.Step})
-			if err != nil {
-				return downstream("range query", err)
-			}
-			m, ok := v.(model.Matrix)
-			if !ok {
-				return backend.DownstreamError(fmt.Errorf("Prometheus answered a range query with a %s instead of a matrix", v.Type()))
-			}
-			matrices[i], warnings[i] = m, warn
-			return nil
-		})
+		matrices[i], warnings[i] = make([]model.Matrix, len(spans)), make([][]string, len(spans))
+		for k, sp := range spans {
+			g.Go(func() error {
+				v, warn, _, err := c.api.QueryRange(gctx, e, v1.Range{Start: sp.start, End: sp.end, Step: sp.step})
+				if err != nil {
+					return downstream("range query", err)
+				}
+				m, ok := v.(model.Matrix)
+				if !ok {
+					return backend.DownstreamError(fmt.Errorf("Prometheus answered a range query with a %s instead of a matrix", v.Type()))
+				}
+				matrices[i][k], warnings[i][k] = sp.hold(m, req.Step), warn
+				return nil
+			})
+		}
 	}
 	if req.CacheConfig {
 		g.Go(func() error { return c.cacheConfig(gctx, b, start, end, set) })
@@ -153,9 +161,13 @@ func (c *Client) Fetch(ctx context.Context, req Request) (*Result, error) {
 	}
 	hists := map[string]map[series.Key]*histogram{}
 	for i, e := range exprs {
-		res.Notices = append(res.Notices, warnings[i]...)
+		var m model.Matrix
+		for k := range spans {
+			res.Notices = appendNew(res.Notices, warnings[i][k]...)
+			m = append(m, matrices[i][k]...)
+		}
 		for _, sig := range plan[e] {
-			c.align(set, sig, matrices[i], hists, e)
+			c.align(set, sig, m, hists, e)
 		}
 	}
 	c.derive(set, req.Signals)

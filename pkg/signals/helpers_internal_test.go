@@ -116,3 +116,58 @@ func TestBucketQuantileIsPrometheusesWithTheBucketThatHoldsIt(t *testing.T) {
 		})
 	}
 }
+
+func TestSpansCoverTheGridOnceWithinPrometheusesLimit(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name             string
+		end              time.Duration
+		step, window     time.Duration
+		coarseBefore     time.Duration // from t0; 0: none
+		wantCoarsePoints int
+	}{
+		{"short range, one query", 2 * time.Hour, 15 * time.Second, time.Minute, 0, 0},
+		{"past 11,000 points: split", 72 * time.Hour, 15 * time.Second, time.Minute, 0, 0},
+		{"baseline hour at the window's resolution", 3 * time.Hour, 15 * time.Second, time.Minute, time.Hour, 60},
+		{"baseline not on the coarse grid", 3 * time.Hour, 15 * time.Second, time.Minute, time.Hour + 20*time.Second, 61},
+		{"step as long as the window: nothing coarser", 3 * time.Hour, time.Minute, time.Minute, time.Hour, 0},
+		{"coarse part reaching past the end", 30 * time.Minute, 15 * time.Second, time.Minute, time.Hour, 31},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			end := t0.Add(c.end)
+			var cb time.Time
+			if c.coarseBefore > 0 {
+				cb = t0.Add(c.coarseBefore)
+			}
+			spans := spansOf(t0, end, c.step, cb, c.window)
+			covered := map[time.Time]int{}
+			coarse := 0
+			for _, sp := range spans {
+				if n := int(sp.end.Sub(sp.start)/sp.step) + 1; n > maxPoints {
+					t.Fatalf("span of %d points", n)
+				}
+				for at := sp.start; !at.After(sp.end); at = at.Add(sp.step) {
+					if sp.holdSteps > 1 {
+						coarse++
+					}
+					for j := 0; j < sp.holdSteps; j++ {
+						if h := at.Add(time.Duration(j) * c.step); sp.holdSteps == 1 || (h.Before(sp.before) && !h.After(end)) {
+							covered[h]++
+						}
+					}
+				}
+			}
+			for at := t0; !at.After(end); at = at.Add(c.step) {
+				if covered[at] != 1 {
+					t.Fatalf("grid point %s covered %d times", at.Format(time.TimeOnly), covered[at])
+				}
+			}
+			if len(covered) != int(c.end/c.step)+1 {
+				t.Errorf("%d points covered, want %d", len(covered), int(c.end/c.step)+1)
+			}
+			if coarse != c.wantCoarsePoints {
+				t.Errorf("%d coarse points, want %d", coarse, c.wantCoarsePoints)
+			}
+		})
+	}
+}
