@@ -33,6 +33,10 @@ type Span struct {
 	TopP             float64
 	MaxTokens        int
 	FinishReason     string
+	// Fault is the rule of the fault injected on the instance when the request arrived, or of
+	// the fault that delayed the request it queued behind (a backlog outlives its fault);
+	// empty otherwise. Ground truth for the requests a fault made slow; never exported.
+	Fault string
 }
 
 // Finding is one ground-truth fact: the diagnosis should report Rule on Instance from Start
