@@ -3,8 +3,11 @@
 package main
 
 import (
+	"os"
+
 	"github.com/grafana/grafana-plugin-sdk-go/build"
 	"github.com/magefile/mage/mg"
+	"github.com/magefile/mage/sh"
 )
 
 // The SDK reads src/plugin.json by default; this plugin keeps it at the top level, where
@@ -20,6 +23,19 @@ func init() {
 func BuildAll() {
 	b := build.Build{}
 	mg.Deps(b.Linux, b.LinuxARM64, b.Darwin, b.DarwinARM64, b.Windows, mg.F(b.Custom, "windows", "arm64"))
+}
+
+// BenchFleet runs the fleet benchmark by hand: N simulated instances × 3 h backfilled into a real
+// Prometheus, one diagnosis through the plugin's gRPC against the floor (the PromQL it issued,
+// from Prometheus's query log, sent at once), and 50 concurrent dashboard refreshes.
+// VLLM_DIAG_FLEET_N chooses the sizes (default 10,50; 500 needs a bigger machine than 2 cores).
+func BenchFleet() error {
+	sizes := os.Getenv("VLLM_DIAG_FLEET_N")
+	if sizes == "" {
+		sizes = "10,50"
+	}
+	return sh.RunWithV(map[string]string{"VLLM_DIAG_FLEET_N": sizes},
+		"go", "test", "./pkg/e2e", "-run", "^$", "-bench", "BenchmarkFleetDiagnosis", "-benchtime", "3x", "-timeout", "3h")
 }
 
 // Default is what a plain `mage` runs.
