@@ -94,7 +94,9 @@ func TestEvalCacheExpiresAndStaysBounded(t *testing.T) {
 		runs.Add(1)
 		return &Diagnosis{EvaluatedAt: time.Now()}, nil
 	}
-	key := func(i int) evalKey { return newEvalKey(nil, nil, strconv.Itoa(i), "", time.Minute, time.Unix(0, 0), time.Unix(3600, 0)) }
+	key := func(i int) evalKey {
+		return newEvalKey(nil, nil, strconv.Itoa(i), "", time.Minute, time.Unix(0, 0), time.Unix(3600, 0))
+	}
 
 	c := newEvalCache(50 * time.Millisecond)
 	if _, shared, _ := c.get(context.Background(), key(0), compute); shared {
