@@ -85,6 +85,7 @@ func grpcPlugin(t testing.TB) *datasourcetest.TestPluginClient {
 }
 
 func TestMain(m *testing.M) {
+	installLogCapture()
 	code := m.Run()
 	_ = pluginServer.Shutdown()
 	os.Exit(code)
