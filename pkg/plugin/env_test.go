@@ -88,6 +88,9 @@ func TestMain(m *testing.M) {
 	installLogCapture()
 	code := m.Run()
 	_ = pluginServer.Shutdown()
+	if code == 0 {
+		code = leaked()
+	}
 	os.Exit(code)
 }
 
