@@ -214,7 +214,7 @@ func gapInTheMiddle(t *testing.T, frames data.Frames) {
 	rows := f.Rows()
 	at := func(i int) *float64 { return f.Fields[1].At(i).(*float64) }
 	if at(rows/2) != nil {
-		t.Errorf("a value in the middle of the gap: %g", *at(rows/2))
+		t.Errorf("a value in the middle of the gap: %g", *at(rows / 2))
 	}
 	if at(rows/6) == nil || at(rows-2) == nil {
 		t.Error("no values before or after the gap")
