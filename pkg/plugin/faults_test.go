@@ -366,6 +366,15 @@ func faultCases() []faultCase {
 			want: timeoutFailure("Jaeger", "did not answer in time")},
 		{name: "trace backend slower than the timeout: explain", jaeger: stalled(status(200, `{}`)), query: explainQuery(spanTraceID(0)),
 			want: timeoutFailure("Jaeger", "did not answer in time")},
+		{name: "trace search slower than the timeout: explain answers without its peers", jaegerWrap: func(healthy http.HandlerFunc) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				if strings.HasPrefix(r.URL.Path, "/api/v3/traces/") {
+					healthy(w, r)
+					return
+				}
+				stalled(healthy)(w, r)
+			}
+		}, query: explainQuery(spanTraceID(0)), notice: "could not be read, so this one is not compared"},
 		{name: "trace backend answers malformed OTLP", jaeger: status(200, `{"result":{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":42,"startTimeUnixNano":"soon"}]}]}]}}`), query: requestsQuery(50),
 			want: gatewayFailure("Jaeger", "not valid OTLP JSON")},
 		{name: "trace backend answers HTML", jaeger: status(200, html), query: requestsQuery(50),
