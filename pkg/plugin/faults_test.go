@@ -293,7 +293,7 @@ func faultCases() []faultCase {
 			want: gatewayFailure("Prometheus failed", "connection reset")},
 		{name: "Prometheus down: diagnosis", prom: nothingListens, query: diagnosisQuery(FormatFindings), neighbour: "requests",
 			want: gatewayFailure("Prometheus", "connection refused")},
-		{name: "Prometheus slower than the timeout: health-less detection", prom: whole(stalled(status(200, `{}`))), query: kv, neighbour: "requests",
+		{name: "Prometheus slower than the timeout on every path", prom: whole(stalled(status(200, `{}`))), query: kv, neighbour: "requests",
 			want: timeoutFailure("Prometheus did not answer in time")},
 		{name: "Prometheus not JSON on every path", prom: whole(status(200, html)), query: kv, neighbour: "requests",
 			want: gatewayFailure("Prometheus failed")},
