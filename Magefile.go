@@ -3,7 +3,9 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"strings"
 
 	"github.com/grafana/grafana-plugin-sdk-go/build"
 	"github.com/magefile/mage/mg"
@@ -40,3 +42,35 @@ func BenchFleet() error {
 
 // Default is what a plain `mage` runs.
 var Default = BuildAll
+
+// Fuzz runs every fuzzer of ./pkg/... for FUZZTIME each (default 20s), one after the other:
+// `go test -fuzz` takes one fuzzer of one package at a time. New crashers land in the
+// package's testdata/fuzz, where `go test` then replays them as seeds.
+func Fuzz() error {
+	fuzztime := os.Getenv("FUZZTIME")
+	if fuzztime == "" {
+		fuzztime = "20s"
+	}
+	out, err := sh.Output("go", "test", "-list", "^Fuzz", "./pkg/...")
+	if err != nil {
+		return err
+	}
+	var fuzzers []string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "Fuzz") {
+			fuzzers = append(fuzzers, line)
+			continue
+		}
+		// "ok  <package> <time>" closes the list of a package.
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "ok" {
+			for _, name := range fuzzers {
+				fmt.Printf("fuzz %s %s for %s\n", f[1], name, fuzztime)
+				if err := sh.RunV("go", "test", "-run", "^$", "-fuzz", "^"+name+"$", "-fuzztime", fuzztime, f[1]); err != nil {
+					return fmt.Errorf("%s %s: %w", f[1], name, err)
+				}
+			}
+			fuzzers = nil
+		}
+	}
+	return nil
+}
