@@ -19,6 +19,7 @@ import (
 	promapi "github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 
+	"github.com/seed/vllm-datasource/pkg/httpretry"
 	"github.com/seed/vllm-datasource/pkg/signals"
 	"github.com/seed/vllm-datasource/pkg/traces"
 )
@@ -35,6 +36,8 @@ type Datasource struct {
 	// traces is the trace backend, nil when none is configured.
 	traces    traces.Source
 	resources backend.CallResourceHandler
+	// evals shares diagnosis evaluations between the queries of one refresh.
+	evals *evalCache
 }
 
 var (
@@ -56,12 +59,14 @@ func NewDatasource(ctx context.Context, s backend.DataSourceInstanceSettings) (i
 		return ds, nil
 	}
 	ds.settings = settings
+	// An evaluation is kept less than one scrape interval: after that Prometheus may hold new data.
+	ds.evals = newEvalCache(settings.ScrapeInterval)
 	opts, err := s.HTTPClientOptions(ctx)
 	if err != nil {
 		ds.settingsErr = fmt.Errorf("the data source's HTTP settings are not valid: %w", err)
 		return ds, nil
 	}
-	client, err := httpclient.New(opts)
+	client, err := httpclient.New(withTimeoutAndRetry(opts, settings.Timeout, httpretry.ReadOnlyClient))
 	if err != nil {
 		ds.settingsErr = fmt.Errorf("cannot build an HTTP client from the data source's settings: %w", err)
 		return ds, nil
@@ -76,6 +81,23 @@ func NewDatasource(ctx context.Context, s backend.DataSourceInstanceSettings) (i
 		ds.settingsErr = err
 	}
 	return ds, nil
+}
+
+// withTimeoutAndRetry bounds every call of a client by the data source's timeout (the SDK
+// reads jsonData.timeout only when it is a number, and none at all otherwise) and retries an
+// idempotent read once on a connection reset. The retry sits innermost, after auth and headers.
+func withTimeoutAndRetry(opts httpclient.Options, timeout time.Duration, idempotent httpretry.Idempotent) httpclient.Options {
+	t := httpclient.DefaultTimeoutOptions
+	if opts.Timeouts != nil {
+		t = *opts.Timeouts
+	}
+	t.Timeout = timeout
+	opts.Timeouts = &t
+	if opts.Middlewares == nil {
+		opts.Middlewares = httpclient.DefaultMiddlewares()
+	}
+	opts.Middlewares = append(opts.Middlewares, httpretry.Middleware(idempotent))
+	return opts
 }
 
 // Dispose releases nothing: the HTTP clients are garbage collected with the instance.

@@ -85,8 +85,12 @@ func grpcPlugin(t testing.TB) *datasourcetest.TestPluginClient {
 }
 
 func TestMain(m *testing.M) {
+	installLogCapture()
 	code := m.Run()
 	_ = pluginServer.Shutdown()
+	if code == 0 {
+		code = leaked()
+	}
 	os.Exit(code)
 }
 

@@ -64,19 +64,23 @@ func handleExplain(ctx context.Context, d *Datasource, q backend.DataQuery, quer
 	}
 	// The peers and the metrics are independent: fetched at once.
 	var (
-		around []traces.Request
-		diag   *Diagnosis
-		wg     sync.WaitGroup
+		around  []traces.Request
+		skipped error
+		diag    *Diagnosis
+		wg      sync.WaitGroup
 	)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		around = peers(ctx, d, req)
+		around, skipped = peers(ctx, d, req)
 	}()
 	diag, err = d.diagnose(ctx, mq, scope, nil, correlate.Signals())
 	wg.Wait()
 	in := correlate.Input{Requests: around, From: req.Start, To: req.End}
 	var notices []string
+	if skipped != nil {
+		notices = append(notices, "The other requests of this instance could not be read, so this one is not compared with its window (no anomaly reasons): "+skipped.Error())
+	}
 	if err != nil {
 		notices = append(notices, "The metrics could not be read, so the request is explained without its metric state and findings: "+err.Error())
 	} else {
@@ -103,15 +107,15 @@ func handleExplain(ctx context.Context, d *Datasource, q backend.DataQuery, quer
 
 // peers returns the request with the others of its instance around it, so that it is
 // compared with its window as the requests query compares it. When they cannot be had, the
-// request is explained alone, without anomaly reasons.
-func peers(ctx context.Context, d *Datasource, req traces.Request) []traces.Request {
+// request is explained alone, without anomaly reasons, and the error says why.
+func peers(ctx context.Context, d *Datasource, req traces.Request) ([]traces.Request, error) {
 	around, _, err := d.traces.Search(ctx, traces.Query{From: req.Start.Add(-explainPad), To: req.Start.Add(explainPad),
 		Instances: []string{req.Instance}, Limit: traces.DefaultMaxLimit})
 	if err != nil {
-		return []traces.Request{req}
+		return []traces.Request{req}, err
 	}
 	out := slices.DeleteFunc(around, func(r traces.Request) bool { return r.TraceID == req.TraceID })
-	return append(out, req)
+	return append(out, req), nil
 }
 
 func backendName(b string) string {

@@ -247,7 +247,11 @@ func filterOf(what, v string) (filter, error) {
 	if v == "" {
 		return filter{}, nil
 	}
-	re, err := regexp.Compile("^(?:" + v + ")$")
+	_, err := regexp.Compile(v) // alone too: anchored, an unbalanced ")" closes the group and passes
+	re, anchoredErr := regexp.Compile("^(?:" + v + ")$")
+	if err == nil {
+		err = anchoredErr
+	}
 	if err != nil {
 		return filter{}, fmt.Errorf("%s filter %q is neither an exact value nor a valid regular expression: %v", what, v, err)
 	}

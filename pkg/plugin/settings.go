@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"github.com/grafana/grafana-plugin-sdk-go/backend/httpclient"
 
 	"github.com/seed/vllm-datasource/pkg/diagnosis"
 	"github.com/seed/vllm-datasource/pkg/signals"
@@ -37,6 +40,9 @@ type jsonData struct {
 	SpanInstanceAttribute string          `json:"spanInstanceAttribute"`
 	SpanModelAttribute    string          `json:"spanModelAttribute"`
 	Thresholds            json.RawMessage `json:"thresholds"`
+	// Timeout is Grafana's HTTP setting, in seconds: its editor writes a number, a
+	// provisioning file may write a string.
+	Timeout json.RawMessage `json:"timeout"`
 }
 
 // Settings are a data source's validated settings.
@@ -54,6 +60,8 @@ type Settings struct {
 	SpanInstanceAttribute string
 	SpanModelAttribute    string
 	Thresholds            diagnosis.Thresholds
+	// Timeout bounds every call to Prometheus and to the trace backend.
+	Timeout time.Duration
 
 	tracesBasicAuthPassword string
 	tracesBearerToken       string
@@ -100,6 +108,9 @@ func LoadSettings(s backend.DataSourceInstanceSettings) (Settings, error) {
 		return Settings{}, fmt.Errorf("scrapeInterval %q is not a positive duration such as 15s or 1m", scrape)
 	}
 	out.ScrapeInterval = d
+	if out.Timeout, err = parseTimeout(j.Timeout); err != nil {
+		return Settings{}, err
+	}
 	if out.LabelMatchers, err = signals.ParseMatchers(j.LabelMatchers); err != nil {
 		return Settings{}, fmt.Errorf("labelMatchers: %w", err)
 	}
@@ -112,6 +123,41 @@ func LoadSettings(s backend.DataSourceInstanceSettings) (Settings, error) {
 		}
 	}
 	return out, nil
+}
+
+// DefaultTimeout is the backend call timeout when the settings have none: the SDK's default.
+var DefaultTimeout = httpclient.DefaultTimeoutOptions.Timeout
+
+// parseTimeout reads jsonData.timeout. The SDK reads only the number form and leaves a string
+// such as "5" as no timeout at all, so a call could hang forever: both forms are read here.
+// Empty, null and 0 mean the default, as in Grafana's editor.
+func parseTimeout(raw json.RawMessage) (time.Duration, error) {
+	v := strings.TrimSpace(string(raw))
+	if v == "" || v == "null" || v == `""` {
+		return DefaultTimeout, nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		v = strings.TrimSpace(s)
+	}
+	secs, err := strconv.ParseFloat(v, 64)
+	if err != nil || secs < 0 || math.IsNaN(secs) || secs > maxTimeoutSeconds {
+		return 0, fmt.Errorf("timeout %s is not a number of seconds between 0 and %d, such as 30", clipRaw(string(raw)), maxTimeoutSeconds)
+	}
+	if secs == 0 {
+		return DefaultTimeout, nil
+	}
+	return time.Duration(secs * float64(time.Second)), nil
+}
+
+// maxTimeoutSeconds is a day: anything longer is a typo, and would overflow a Duration if large enough.
+const maxTimeoutSeconds = 86400
+
+func clipRaw(s string) string {
+	if r := []rune(s); len(r) > 40 {
+		return string(r[:40]) + "…"
+	}
+	return s
 }
 
 func checkURL(what, raw string) error {

@@ -75,6 +75,9 @@ func TestLoadSettingsNamesTheInvalidSetting(t *testing.T) {
 		{"label matchers that choose a metric", prom, `{"labelMatchers": "{__name__=\"up\"}"}`, []string{"labelMatchers", "metric name"}},
 		{"instance label not a label name", prom, `{"instanceLabel": "pod-name"}`, []string{"instanceLabel", `"pod-name"`}},
 		{"model label not a label name", prom, `{"modelLabel": "1model"}`, []string{"modelLabel", `"1model"`}},
+		{"timeout not a number", prom, `{"timeout": "soon"}`, []string{"timeout", `"soon"`, "seconds"}},
+		{"timeout negative", prom, `{"timeout": -5}`, []string{"timeout", "-5"}},
+		{"timeout of years", prom, `{"timeout": 1e12}`, []string{"timeout", "between 0 and 86400"}},
 		{"thresholds of an unknown rule", prom, `{"thresholds": {"no_such_rule": {"x": 1}}}`, []string{"thresholds", "no_such_rule"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -117,6 +120,33 @@ func TestLoadSettingsNeverPrintsSecrets(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), secret) {
 				t.Errorf("error %q shows the secret", err)
+			}
+		})
+	}
+}
+
+// TestTimeoutSetting: jsonData.timeout in seconds, as Grafana's editor writes it (a number)
+// or a provisioning file may (a string, which the SDK alone would turn into no timeout).
+func TestTimeoutSetting(t *testing.T) {
+	for _, tc := range []struct {
+		name, jsonData string
+		want           time.Duration
+	}{
+		{"absent is the SDK's default", `{}`, DefaultTimeout},
+		{"null is the default", `{"timeout": null}`, DefaultTimeout},
+		{"0 is the default", `{"timeout": 0}`, DefaultTimeout},
+		{"a number of seconds", `{"timeout": 5}`, 5 * time.Second},
+		{"a fraction of seconds", `{"timeout": 0.5}`, 500 * time.Millisecond},
+		{"a string of seconds", `{"timeout": "7"}`, 7 * time.Second},
+		{"an empty string is the default", `{"timeout": ""}`, DefaultTimeout},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := LoadSettings(backend.DataSourceInstanceSettings{URL: "http://prometheus:9090", JSONData: []byte(tc.jsonData)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Timeout != tc.want {
+				t.Errorf("timeout %s, want %s", got.Timeout, tc.want)
 			}
 		})
 	}

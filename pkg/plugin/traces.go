@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/backend/httpclient"
 
+	"github.com/seed/vllm-datasource/pkg/httpretry"
 	"github.com/seed/vllm-datasource/pkg/traces"
 	"github.com/seed/vllm-datasource/pkg/traces/jaeger"
 	"github.com/seed/vllm-datasource/pkg/traces/tempo"
@@ -17,21 +19,21 @@ import (
 var errNoTraces = errors.New("no trace backend is configured: set Tempo or Jaeger and its URL in the data source's settings (tracesBackend, tracesUrl) to query requests")
 
 // newTracesSource builds the trace backend's client from the settings, or nil when none is
-// configured. Its HTTP client comes from the SDK (timeouts, tracing, error source) and carries
+// configured. Its HTTP client comes from the SDK (tracing, error source), is bounded by the data
+// source's timeout like the Prometheus client, and carries
 // the traces credentials, which never leave it: errors name the URL with any password redacted.
 func newTracesSource(s Settings) (traces.Source, error) {
 	if s.TracesBackend == TracesNone {
 		return nil, nil
 	}
-	timeouts := httpclient.DefaultTimeoutOptions
-	opts := httpclient.Options{Timeouts: &timeouts}
+	var opts httpclient.Options
 	if s.TracesBasicAuthUser != "" {
 		opts.BasicAuth = &httpclient.BasicAuthOptions{User: s.TracesBasicAuthUser, Password: s.tracesBasicAuthPassword}
 	}
 	if s.tracesBearerToken != "" {
 		opts.Header = http.Header{"Authorization": {"Bearer " + s.tracesBearerToken}}
 	}
-	client, err := httpclient.New(opts)
+	client, err := httpclient.New(withTimeoutAndRetry(opts, s.Timeout, httpretry.SafeMethods))
 	if err != nil {
 		return nil, fmt.Errorf("cannot build an HTTP client for the trace backend: %w", err)
 	}
@@ -52,11 +54,25 @@ func newTracesSource(s Settings) (traces.Source, error) {
 // plugin's, with the message the traces package wrote.
 func tracesError(err error) backend.DataResponse {
 	if traces.IsDownstream(err) {
-		return backend.ErrDataResponseWithSource(backend.StatusBadGateway, backend.ErrorSourceDownstream, err.Error())
+		status := backend.StatusBadGateway
+		if isTimeout(err) {
+			status = backend.StatusTimeout
+		}
+		return backend.ErrDataResponseWithSource(status, backend.ErrorSourceDownstream, err.Error())
 	}
 	status := backend.StatusBadRequest
 	if errors.Is(err, traces.ErrNotFound) {
 		status = backend.StatusNotFound
 	}
 	return backend.ErrDataResponseWithSource(status, backend.ErrorSourcePlugin, err.Error())
+}
+
+// isTimeout reports whether a backend call ran out of time (the client's timeout or the
+// query's deadline).
+func isTimeout(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var ne interface{ Timeout() bool }
+	return errors.As(err, &ne) && ne.Timeout()
 }

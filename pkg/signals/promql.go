@@ -64,6 +64,11 @@ func matcher(label, value string) (string, error) {
 	if value == "" {
 		return "", nil
 	}
+	// Compiled alone too: anchored, a value such as `a") or vector(1) or ("` closes the group
+	// and passes, and only Prometheus would reject it.
+	if _, err := regexp.Compile(value); err != nil {
+		return "", fmt.Errorf("%s filter %q is neither an exact value nor a valid regular expression: %v", label, value, err)
+	}
 	if _, err := regexp.Compile("^(?:" + value + ")$"); err != nil {
 		return "", fmt.Errorf("%s filter %q is neither an exact value nor a valid regular expression: %v", label, value, err)
 	}

@@ -125,7 +125,7 @@ func buildPhases(in Instance, duration float64) []phase {
 // start brings up a fresh server process: new engine, new registry, counters at zero.
 func (s *instanceSim) start() {
 	s.eng = newEngine(s.cfg, s.rng, s)
-	s.metrics = newMetricSet(s.scen.generation(), s.in.Model, s.cfg)
+	s.metrics = newMetricSet(s.scen.generation(), s.in.Model, s.cfg, s.in.Exposition)
 	s.publishState()
 }
 

@@ -119,7 +119,7 @@ func Run(sc Scenario, start time.Time, duration, scrape time.Duration, opts ...O
 			next := 0.0
 			onScrape := func(t float64) {
 				if s.up() {
-					st.scrape(s.metrics.reg, start.Add(time.Duration(t*1e3)*time.Millisecond))
+					st.scrape(s.metrics.scraped, start.Add(time.Duration(t*1e3)*time.Millisecond))
 				}
 			}
 			s.advance(dur, &next, onScrape)
