@@ -28,7 +28,7 @@ const (
 	stall        = 8 * time.Second
 )
 
-// fakeJaeger serves a Jaeger API v3 whose answers h writes; the healthy one answers n vLLM
+// fakeJaeger serves a Jaeger query API whose answers h writes; the healthy one answers n vLLM
 // request spans of serverA spread over the env's range.
 func fakeJaeger(t *testing.T, h http.HandlerFunc) string {
 	t.Helper()
@@ -37,8 +37,8 @@ func fakeJaeger(t *testing.T, h http.HandlerFunc) string {
 	return srv.URL
 }
 
-// healthyJaeger answers searches with n vLLM spans of serverA within [from, to] (fewer when
-// query.num_traces asks for fewer, as Jaeger does), and a by-id read with the first of them.
+// healthyJaeger answers /api/traces searches with n vLLM spans of serverA within [from, to]
+// (fewer when limit asks for fewer, as Jaeger does), and a by-id read (API v3) with the first.
 func healthyJaeger(from, to time.Time, n int) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/api/v3/traces/") {
@@ -46,11 +46,36 @@ func healthyJaeger(from, to time.Time, n int) http.HandlerFunc {
 			return
 		}
 		k := n
-		if limit, err := strconv.Atoi(r.URL.Query().Get("query.num_traces")); err == nil && limit < k {
+		if limit, err := strconv.Atoi(r.URL.Query().Get("limit")); err == nil && limit < k {
 			k = limit
 		}
-		_, _ = io.WriteString(w, jaegerChunk(from, to, k))
+		_, _ = io.WriteString(w, jaegerSearch(from, to, k))
 	}
+}
+
+// jaegerSearch is a /api/traces answer of n vLLM spans, one trace each, evenly spread over
+// the range, in the query service's own JSON model.
+func jaegerSearch(from, to time.Time, n int) string {
+	traces := make([]string, n)
+	gap := to.Sub(from) / time.Duration(n+1)
+	for i := range traces {
+		start := from.Add(gap * time.Duration(i+1))
+		tags := []string{
+			v1Tag(vllm.AttrTTFT, "float64", "0.3"), v1Tag(vllm.AttrQueue, "float64", "0.05"), v1Tag(vllm.AttrPrefill, "float64", "0.25"),
+			v1Tag(vllm.AttrDecode, "float64", "1.7"), v1Tag(vllm.AttrInference, "float64", "1.95"), v1Tag(vllm.AttrE2E, "float64", "2"),
+			v1Tag(vllm.AttrPromptTokens, "int64", "512"), v1Tag(vllm.AttrOutputTokens, "int64", "128"),
+			v1Tag(vllm.AttrResponseModel, "string", strconv.Quote(serverA.model)),
+		}
+		traces[i] = fmt.Sprintf(`{"traceID":%q,"spans":[{"traceID":%q,"spanID":"%016x","operationName":%q,"startTime":%d,"duration":2000000,"tags":[%s],"processID":"p1"}],`+
+			`"processes":{"p1":{"serviceName":%q,"tags":[%s]}}}`,
+			spanTraceID(i), spanTraceID(i), i+1, vllm.DefaultSpanName, start.UnixMicro(), strings.Join(tags, ","),
+			vllm.DefaultServiceName, v1Tag(vllm.ResourceInstanceID, "string", strconv.Quote(serverA.instance)))
+	}
+	return `{"data":[` + strings.Join(traces, ",") + `],"total":0,"limit":0,"offset":0,"errors":null}`
+}
+
+func v1Tag(k, typ, value string) string {
+	return fmt.Sprintf(`{"key":%q,"type":%q,"value":%s}`, k, typ, value)
 }
 
 // spanTraceID is the trace id of the i-th generated span.
@@ -392,10 +417,12 @@ func faultCases() []faultCase {
 				stalled(healthy)(w, r)
 			}
 		}, query: explainQuery(spanTraceID(0)), notice: "could not be read, so this one is not compared"},
-		{name: "trace backend answers malformed OTLP", jaeger: status(200, `{"result":{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":42,"startTimeUnixNano":"soon"}]}]}]}}`), query: requestsQuery(50),
-			want: gatewayFailure("Jaeger", "not valid OTLP JSON")},
+		{name: "trace backend answers malformed OTLP", jaegerWrap: byID(status(200, `{"result":{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":42,"startTimeUnixNano":"soon"}]}]}]}}`)),
+			query: explainQuery(spanTraceID(0)), want: gatewayFailure("Jaeger", "not valid OTLP JSON")},
+		{name: "trace backend answers a malformed search", jaeger: status(200, `{"data":[{"traceID":"1","spans":[{"traceID":42,"startTime":"soon"}]}]}`), query: requestsQuery(50),
+			want: gatewayFailure("Jaeger", "other than Jaeger's search JSON")},
 		{name: "trace backend answers HTML", jaeger: status(200, html), query: requestsQuery(50),
-			want: gatewayFailure("Jaeger", "other than OTLP JSON")},
+			want: gatewayFailure("Jaeger", "other than Jaeger's search JSON")},
 		{name: "trace backend answers a trace of 50 MB", jaegerWrap: byID(hugeTrace(50 << 20)), query: explainQuery(spanTraceID(0)),
 			jsonData: map[string]any{"timeout": 30}, noHealth: true, // 50 MB take more than the fault timeout under the race detector
 			want: gatewayFailure("Jaeger", "larger than the 32 MiB limit")},
@@ -405,9 +432,9 @@ func faultCases() []faultCase {
 			want: gatewayFailure("Jaeger", "refused the credentials")},
 		{name: "trace backend rate limits", jaeger: status(429, "slow down"), query: requestsQuery(50),
 			want: gatewayFailure("Jaeger", "rate limiting")},
-		{name: "trace backend body truncated", jaeger: truncated(`{"result":{"resourceSpans":[]}}`), query: requestsQuery(50),
+		{name: "trace backend body truncated", jaeger: truncated(`{"data":[],"total":0,"limit":0,"offset":0,"errors":null}`), query: requestsQuery(50),
 			want: gatewayFailure("Jaeger", "cut short")},
-		{name: "trace backend streams an error chunk", jaeger: status(200, `{"result":{"resourceSpans":[]}}`+"\n"+`{"error":{"httpCode":500,"message":"storage timeout"}}`), query: requestsQuery(50),
+		{name: "trace backend answers a search error", jaeger: status(200, `{"data":null,"errors":[{"code":500,"msg":"storage timeout"}]}`), query: requestsQuery(50),
 			want: gatewayFailure("Jaeger", "storage timeout")},
 		{name: "trace backend has no such trace", jaeger: status(404, `{"error":{"httpCode":404,"message":"trace not found"}}`), query: explainQuery(spanTraceID(0)),
 			want: wantFailure{status: backend.StatusNotFound, source: backend.ErrorSourcePlugin, says: []string{"no trace", spanTraceID(0)}}},
@@ -416,7 +443,7 @@ func faultCases() []faultCase {
 		{name: "trace id that is a path", query: explainQuery("../../api/v3/services"),
 			want: badQueryFailure("invalid trace id")},
 		{name: "trace search larger than the limit", query: requestsQuery(3),
-			notice: "stopped at its limit of 3 traces"},
+			notice: "stopped at their limit of 3 traces"},
 		{name: "trace backend reset once is retried and answers", jaegerWrap: resetFirst, query: requestsQuery(50),
 			notice: "span"},
 	}
