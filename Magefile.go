@@ -3,8 +3,11 @@
 package main
 
 import (
+	"path/filepath"
+
 	"github.com/grafana/grafana-plugin-sdk-go/build"
 	"github.com/magefile/mage/mg"
+	"github.com/magefile/mage/sh"
 )
 
 // The SDK reads src/plugin.json by default; this plugin keeps it at the top level, where
@@ -22,5 +25,32 @@ func BuildAll() {
 	mg.Deps(b.Linux, b.LinuxARM64, b.Darwin, b.DarwinARM64, b.Windows, mg.F(b.Custom, "windows", "arm64"))
 }
 
+// cliPlatforms are the platforms the plugin's backend is built for; the CLI follows them.
+var cliPlatforms = [][2]string{
+	{"linux", "amd64"}, {"linux", "arm64"}, {"darwin", "amd64"}, {"darwin", "arm64"}, {"windows", "amd64"}, {"windows", "arm64"},
+}
+
+// CLI builds the vllm-diagnose command for the same platforms, with the build tags the SDK
+// gives the plugin (the same engine, compiled alike), into dist-cli/, beside the
+// plugin's dist/ rather than in it: dist/ is the plugin folder copied into Grafana.
+func CLI() error {
+	for _, p := range cliPlatforms {
+		out := filepath.Join("dist-cli", "vllm-diagnose_"+p[0]+"_"+p[1])
+		if p[0] == "windows" {
+			out += ".exe"
+		}
+		env := map[string]string{"GOOS": p[0], "GOARCH": p[1], "CGO_ENABLED": "0"}
+		if err := sh.RunWith(env, "go", "build", "-tags", "arrow_json_stdlib", "-o", out, "./pkg/cmd/vllm-diagnose"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// All builds the plugin's backend and the CLI for every platform.
+func All() {
+	mg.Deps(BuildAll, CLI)
+}
+
 // Default is what a plain `mage` runs.
-var Default = BuildAll
+var Default = All

@@ -49,9 +49,9 @@ func writeOpenMetrics(w io.Writer, alerts data.Frames, at time.Time) error {
 	}
 	sort.SliceStable(alert.Metric, func(i, j int) bool { return labelsText(alert.Metric[i]) < labelsText(alert.Metric[j]) })
 	evaluated := &dto.MetricFamily{
-		Name: proto.String(evaluatedMetric),
-		Help: proto.String("end of the range vllm-diagnose evaluated, in seconds since the epoch"),
-		Type: dto.MetricType_GAUGE.Enum(),
+		Name:   proto.String(evaluatedMetric),
+		Help:   proto.String("end of the range vllm-diagnose evaluated, in seconds since the epoch"),
+		Type:   dto.MetricType_GAUGE.Enum(),
 		Metric: []*dto.Metric{{Gauge: &dto.Gauge{Value: proto.Float64(float64(at.UnixMilli()) / 1000)}}},
 	}
 	enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeOpenMetrics))
