@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"github.com/grafana/grafana-plugin-sdk-go/backend/log"
 	"github.com/grafana/grafana-plugin-sdk-go/experimental/datasourcetest"
 	"golang.org/x/sync/errgroup"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/seed/vllm-datasource/pkg/testbed"
 	"github.com/seed/vllm-datasource/pkg/traces"
 	"github.com/seed/vllm-datasource/pkg/traces/jaeger"
+	"github.com/seed/vllm-datasource/pkg/vllm"
 )
 
 // Every scenario runs two hours, so that its fault (the middle third) has the hour of
@@ -48,6 +50,8 @@ var runStart = time.Now().Add(-runFor - 10*time.Minute).Truncate(time.Minute)
 var cliBin, simBin string
 
 func TestMain(m *testing.M) {
+	// The plugin served over gRPC logs each request; the tests' output is for their failures.
+	log.DefaultLogger = log.NewNullLogger()
 	dir, err := os.MkdirTemp("", "vllm-diagnose-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -142,15 +146,24 @@ func newBed(t *testing.T) *bed {
 // and to, and returns one of their trace ids.
 func (b *bed) traceIn(t *testing.T, instance string, from, to time.Time) string {
 	t.Helper()
-	src, err := jaeger.New(http.DefaultClient, b.jaeger.QueryURL, traces.Options{})
+	src, err := jaeger.New(http.DefaultClient, b.jaeger.QueryURL, traces.Options{ServiceName: vllm.DefaultServiceName,
+		SpanName: vllm.DefaultSpanName, InstanceAttribute: vllm.DefaultInstanceAttr, ModelAttribute: vllm.DefaultModelAttr})
 	if err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {
-		reqs, _, err := src.Search(context.Background(), traces.Query{From: from, To: to, Instances: []string{instance}, Limit: 20})
-		if err == nil && len(reqs) > 0 {
-			return reqs[len(reqs)/2].TraceID
+		// Jaeger cannot select by a resource attribute: the search filters the traces it is
+		// given, so ask for all of the window's and pick one of the instance's.
+		reqs, _, err := src.Search(context.Background(), traces.Query{From: from, To: to, Limit: traces.DefaultMaxLimit})
+		var mine []traces.Request
+		for _, r := range reqs {
+			if r.Instance == instance {
+				mine = append(mine, r)
+			}
+		}
+		if err == nil && len(mine) > 0 {
+			return mine[len(mine)/2].TraceID
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("Jaeger has no span of %s between %s and %s after a minute (last error %v)", instance, from, to, err)

@@ -57,6 +57,9 @@ func (c *rootCommand) SetArgs(args []string) { c.root.SetArgs(args) }
 
 func (c *rootCommand) execute() (int, error) {
 	if err := c.root.ExecuteContext(c.ctx); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("no answer within --timeout %s (%v): raise --timeout or narrow the range", c.opts.timeout, err)
+		}
 		return exitError, err
 	}
 	return c.code, nil

@@ -62,5 +62,5 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 
 // oneLine folds a message onto one line: CI logs and terminals show one line per error.
 func oneLine(s string) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", "; ")), " ")
+	return strings.Join(strings.Fields(strings.ReplaceAll(strings.TrimSpace(s), "\n", "; ")), " ")
 }
