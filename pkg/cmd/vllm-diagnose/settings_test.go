@@ -149,7 +149,7 @@ func TestChanges(t *testing.T) {
 func TestReasonText(t *testing.T) {
 	for in, want := range map[string]string{
 		"prefill_blocking has insufficient data on 127.0.0.1:8000 (m) at 9 of 1419 steps: fewer than 20 requests in the window": "fewer than 20 requests in the window",
-		"spec_decode_inefficient is not applicable on a:1 (m): spec_acceptance_rate is unavailable: off":                   "spec_acceptance_rate is unavailable: off",
+		"spec_decode_inefficient is not applicable on a:1 (m): spec_acceptance_rate is unavailable: off":                        "spec_acceptance_rate is unavailable: off",
 		"no colon here": "no colon here",
 	} {
 		if got := reasonText(in); got != want {
