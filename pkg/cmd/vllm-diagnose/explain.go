@@ -111,6 +111,8 @@ func writeExplainTable(w io.Writer, f *data.Frame, rep explainReport, p painter)
 		name := fld.Name
 		if fld.Config != nil && fld.Config.DisplayNameFromDS != "" {
 			name = fld.Config.DisplayNameFromDS
+		} else if fld.Config != nil && fld.Config.DisplayName != "" {
+			name = fld.Config.DisplayName
 		}
 		v := text(rep.Explanation[fld.Name])
 		if fld.Config != nil && fld.Config.Unit == "s" && v != "" {
