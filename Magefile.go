@@ -3,6 +3,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 
 	"github.com/grafana/grafana-plugin-sdk-go/build"
@@ -50,6 +51,19 @@ func CLI() error {
 // All builds the plugin's backend and the CLI for every platform.
 func All() {
 	mg.Deps(BuildAll, CLI)
+}
+
+// BenchFleet runs the fleet benchmark by hand: N simulated instances × 3 h backfilled into a real
+// Prometheus, one diagnosis through the plugin's gRPC against the floor (the PromQL it issued,
+// from Prometheus's query log, sent at once), and 50 concurrent dashboard refreshes.
+// VLLM_DIAG_FLEET_N chooses the sizes (default 10,50; 500 needs a bigger machine than 2 cores).
+func BenchFleet() error {
+	sizes := os.Getenv("VLLM_DIAG_FLEET_N")
+	if sizes == "" {
+		sizes = "10,50"
+	}
+	return sh.RunWithV(map[string]string{"VLLM_DIAG_FLEET_N": sizes},
+		"go", "test", "./pkg/e2e", "-run", "^$", "-bench", "BenchmarkFleetDiagnosis", "-benchtime", "3x", "-timeout", "3h")
 }
 
 // Default is what a plain `mage` runs.

@@ -1,24 +1,27 @@
+import exprCases from '../pkg/plugin/testdata/expr_cases.json';
 import { parseExpr, structuredQuery } from './expr';
 
+interface ExprCase {
+  name: string;
+  expr: string;
+  valid: boolean;
+  queryType?: string;
+  traceId?: string;
+  signals?: string[];
+  rules?: string[];
+}
+
+// The table the backend's parser is tested on too (pkg/plugin/expr_cases_test.go).
+const table: { cases: ExprCase[] } = exprCases;
+
 describe('parseExpr', () => {
-  it.each([
-    ['explain with a trace id', 'explain 4bf92f35', { queryType: 'explain', traceId: '4bf92f35' }],
-    [
-      'signals with a comma list',
-      'signals ttft_p99, kv_usage',
-      { queryType: 'signals', signals: ['ttft_p99', 'kv_usage'] },
-    ],
-    ['diagnosis alone', 'diagnosis', { queryType: 'diagnosis' }],
-    [
-      'diagnosis with rules',
-      'diagnosis kv_cache_saturated,prefill_blocking',
-      { queryType: 'diagnosis', rules: ['kv_cache_saturated', 'prefill_blocking'] },
-    ],
-    ['surrounding blanks', '  explain   abc  ', { queryType: 'explain', traceId: 'abc' }],
-    ['an unknown word', 'rate(x[5m])', {}],
-    ['nothing', undefined, {}],
-  ])('reads %s', (_name, expr, want) => {
-    expect(parseExpr(expr)).toEqual(want);
+  it.each(table.cases.map((c) => [c.name, c] as const))('reads %s as the backend does', (_name, c) => {
+    const { name: _n, expr, valid, ...want } = c;
+    expect(parseExpr(expr)).toEqual(valid ? want : {});
+  });
+
+  it('reads nothing as no text form', () => {
+    expect(parseExpr(undefined)).toEqual({});
   });
 });
 

@@ -3,7 +3,8 @@ import { type QueryType, type VllmQuery } from './types';
 /**
  * Reads the one-line text form that Grafana's trace-to-metrics links and correlations send
  * (`explain <traceId>`, `signals a,b`, `diagnosis`) into the structured query fields, so that
- * the editor shows such a query as what it is. Unknown text gives an empty result.
+ * the editor shows such a query as what it is. Unknown text gives an empty result. The backend
+ * (pkg/plugin/query.go) reads it the same way: both are tested on pkg/plugin/testdata/expr_cases.json.
  */
 export function parseExpr(expr: string | undefined): Partial<VllmQuery> {
   const [head = '', ...rest] = (expr ?? '').trim().split(/\s+/);
@@ -14,11 +15,12 @@ export function parseExpr(expr: string | undefined): Partial<VllmQuery> {
     .filter((s) => s !== '');
   switch (head.toLowerCase() as QueryType) {
     case 'explain':
-      return { queryType: 'explain', traceId: arg };
+      // Without a trace id it is not a text form: the backend rejects it, and so does the editor.
+      return arg ? { queryType: 'explain', traceId: arg } : {};
     case 'signals':
       return { queryType: 'signals', signals: list };
     case 'diagnosis':
-      return list.length > 0 ? { queryType: 'diagnosis', rules: list } : { queryType: 'diagnosis' };
+      return { queryType: 'diagnosis', rules: list };
     default:
       return {};
   }

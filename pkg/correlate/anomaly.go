@@ -17,6 +17,7 @@ const (
 	QueueOverHalf       ReasonCode = "queue_over_half"
 	TTFTVsPrompt        ReasonCode = "ttft_vs_prompt"
 	SlowDecode          ReasonCode = "slow_decode"
+	TTFTAboveTypical    ReasonCode = "ttft_above_typical"
 )
 
 // Reason is one anomaly of a request, with the numbers behind it (its text is written only
@@ -47,6 +48,8 @@ func (r Reason) Text() string {
 			secs(r.Value), r.Prompt, secs(r.Reference), (r.Value-r.Reference)/r.Scale)
 	case SlowDecode:
 		return fmt.Sprintf("decoded at %s per token, %.1f× the window's median of %s", secs(r.Value), r.Value/r.Reference, secs(r.Reference))
+	case TTFTAboveTypical:
+		return fmt.Sprintf("TTFT %s is %.0f× its instance's typical %s over the range (TTFT p50 of the metrics)", secs(r.Value), r.Value/r.Reference, secs(r.Reference))
 	}
 	return string(r.Code)
 }
@@ -190,6 +193,23 @@ func leastSquares(xs, ys []float64) (a, b float64) {
 }
 
 // flag gives each row its reasons, and says which reasons could not be tested.
+// standout sets each row's Standout from its instance's typical TTFT, and flags those at or
+// above factor times it.
+func standout(rows []Row, typical map[string]float64, factor float64) {
+	for i := range rows {
+		r := &rows[i]
+		r.Standout = math.NaN()
+		t, ok := typical[r.Instance]
+		if !ok || t <= 0 || !r.Present.Has(traces.FieldTTFT) {
+			continue
+		}
+		r.Standout = r.TTFT / t
+		if r.Standout >= factor {
+			r.Reasons = append(r.Reasons, Reason{Code: TTFTAboveTypical, Value: r.TTFT, Reference: t, Scale: factor})
+		}
+	}
+}
+
 func flag(rows []Row, w WindowStats, o Options) []string {
 	for i := range rows {
 		r := &rows[i]

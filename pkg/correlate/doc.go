@@ -42,6 +42,14 @@
 //   - slow_decode: its decode time per output token (decode / (output tokens − 1), the tokens
 //     after the first) is above Options.DecodeFactor times the window's median.
 //
+// and, from the metrics rather than the window's spans, for one more:
+//
+//   - ttft_above_typical: its TTFT is at least Options.StandoutFactor times its instance's
+//     typical TTFT over the whole range (TypicalTTFT: the median of the metrics' TTFT p50).
+//     Row.Standout is that ratio, and Rank orders rows by it: the spans a search returns are
+//     sampled and, at fleet scale, picked by a threshold (Thresholds), so statistics of the
+//     window's spans alone cannot say which requests stand out over the range.
+//
 // # Coverage
 //
 // The window's finished requests come from the metrics: request_rate (every finish reason,
@@ -55,5 +63,8 @@
 // 0, noted, and the shares are then of the stages' sum), names the dominant stage and the
 // stage its first anomaly points at (queue or prefill, the larger, for a slow first token;
 // queue; decode), picks the active finding whose mechanism lengthens that stage (else the
-// instance's headline finding), and writes one sentence a user can act on.
+// instance's headline finding), and writes one sentence a user can act on. When the request
+// stands out and no active finding explains that stage, or the finding is prefill_bound or
+// decode_bound (a symptom without a specific cause), Explanation.Profile gives seed 004's third
+// tier: the steps to profile that instance with a few requests shaped like this one.
 package correlate

@@ -52,6 +52,11 @@ type Explanation struct {
 	Notes []string
 	// Sentence is the explanation in one sentence.
 	Sentence string
+	// Profile is seed 004's third tier: the steps to profile the request's instance, set when
+	// the request stands out and no active finding explains its slow stage, or when the
+	// finding named is prefill_bound or decode_bound (a symptom with no specific cause on the
+	// instance). Empty otherwise.
+	Profile string
 }
 
 // stageCauses lists, for each stage, the rules whose mechanism lengthens it, most specific first.
@@ -83,7 +88,35 @@ func Explain(r Row) Explanation {
 		e.Notes = append(e.Notes, "queue + prefill + decode exceed e2e (the engine's clock and the front end's differ): other is set to 0 and shares are of the three stages")
 	}
 	e.Sentence = e.sentence()
+	e.Profile = e.profile()
 	return e
+}
+
+// profile writes the profiling steps when the metrics have no specific cause (see Profile).
+func (e *Explanation) profile() string {
+	r := e.Row
+	symptom := e.Finding != nil && (e.Finding.Rule == diagnosis.PrefillBound || e.Finding.Rule == diagnosis.DecodeBound)
+	unexplained := len(r.Reasons) > 0 && (e.Finding == nil || !e.Explains)
+	if !symptom && !unexplained {
+		return ""
+	}
+	inst := r.Instance
+	if inst == "" {
+		inst = "the instance"
+	}
+	shape := "with the same prompt and output lengths as this one"
+	if r.Present.Has(traces.FieldPromptTokens) && r.Present.Has(traces.FieldOutputTokens) {
+		shape = fmt.Sprintf("shaped like this one (%d prompt tokens; max_tokens %d, its output)", r.PromptTokens, r.OutputTokens)
+	}
+	why := "no active finding explains its " + string(e.Focus) + " time"
+	if symptom {
+		why = e.Finding.Rule + " fires with no specific cause on the instance"
+	}
+	return fmt.Sprintf("Profile %s, since %s: restart it with --profiler-config '{\"profiler\":\"torch\",\"torch_profiler_dir\":\"/tmp/vllm_profile\"}', "+
+		"POST /start_profile, send a few requests %s, POST /stop_profile; the trace lands in /tmp/vllm_profile (open it in Perfetto or TensorBoard). "+
+		"For kernels, run it under Nsight Systems scoped to that window: nsys profile --capture-range=cudaProfilerApi --capture-range-end=stop vllm serve ... "+
+		"Profile only those few requests, on that one instance: profiling all traffic slows every request and buries the slow one.",
+		inst, why, shape)
 }
 
 func (e *Explanation) stages() {
@@ -207,6 +240,9 @@ func (e *Explanation) sentence() string {
 		fmt.Fprintf(&b, " while %s: finding %s on %s. Action: %s.", context(f, r), f.Rule, f.Key.Instance, strings.TrimSuffix(f.Action, "."))
 	default:
 		fmt.Fprintf(&b, ". Finding %s was active on %s: %s. Action: %s.", f.Rule, f.Key.Instance, context(f, r), strings.TrimSuffix(f.Action, "."))
+	}
+	if f := e.Finding; f != nil && f.Recommendation.Known() {
+		fmt.Fprintf(&b, " Recommendation: %s.", f.Recommendation)
 	}
 	return b.String()
 }

@@ -127,3 +127,46 @@ func TestExplainStatesTheMetricsWhenNoFindingIsActive(t *testing.T) {
 		t.Fatalf("sentence %q: an ordinary request is described, with its metric state", e.Sentence)
 	}
 }
+
+func TestExplainAdvisesAProfileOnlyWithoutASpecificCause(t *testing.T) {
+	sat := &diagnosis.Finding{Rule: diagnosis.KVCacheSaturated, Key: keyA, Headline: true}
+	miss := &diagnosis.Finding{Rule: diagnosis.PrefixCacheMiss, Key: keyA}
+	pbound := &diagnosis.Finding{Rule: diagnosis.PrefillBound, Key: keyA, Headline: true}
+	dbound := &diagnosis.Finding{Rule: diagnosis.DecodeBound, Key: keyA, Headline: true}
+	cases := []struct {
+		name     string
+		findings []*diagnosis.Finding
+		reasons  []Reason
+		want     bool
+	}{
+		{"slow, a finding explains its stage", []*diagnosis.Finding{sat}, []Reason{{Code: QueueOverHalf}}, false},
+		{"slow, no finding active", nil, []Reason{{Code: QueueOverHalf}}, true},
+		{"slow, only an unrelated finding active", []*diagnosis.Finding{miss}, []Reason{{Code: SlowDecode}}, true},
+		{"prefill_bound with no specific cause", []*diagnosis.Finding{pbound}, []Reason{{Code: TTFTVsPrompt}}, true},
+		{"decode_bound with no specific cause", []*diagnosis.Finding{dbound}, nil, true},
+		{"not slow, no finding", nil, nil, false},
+		{"not slow, a specific cause active", []*diagnosis.Finding{sat}, nil, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := request(keyA, at(0), at(1))
+			r.Queue, r.Prefill, r.Decode, r.E2E = 3.1, 1, 0.8, 5
+			r.PromptTokens, r.OutputTokens = 1234, 56
+			r.Present.Add(traces.FieldPromptTokens)
+			r.Present.Add(traces.FieldOutputTokens)
+			e := Explain(Row{Request: r, States: make([]State, len(Joined)), Findings: c.findings, DecodePerToken: math.NaN(), Reasons: c.reasons})
+			if got := e.Profile != ""; got != c.want {
+				t.Fatalf("profile advice %q; want advice: %v", e.Profile, c.want)
+			}
+			if !c.want {
+				return
+			}
+			for _, p := range []string{keyA.Instance, "--profiler-config", `"profiler":"torch"`, "torch_profiler_dir", "POST /start_profile", "POST /stop_profile",
+				"1234 prompt tokens", "max_tokens 56", "--capture-range=cudaProfilerApi", "profiling all traffic"} {
+				if !strings.Contains(e.Profile, p) {
+					t.Errorf("advice %q lacks %q", e.Profile, p)
+				}
+			}
+		})
+	}
+}

@@ -63,6 +63,9 @@ type Row struct {
 	Findings []*diagnosis.Finding
 	// DecodePerToken is decode time per output token after the first, NaN when unknown.
 	DecodePerToken float64
+	// Standout is TTFT over the instance's typical TTFT across the range (Input.Typical); NaN
+	// when either is unknown.
+	Standout float64
 	// Reasons say why the request stands out in its window; empty when it does not.
 	Reasons []Reason
 }
@@ -98,6 +101,9 @@ type Input struct {
 	From, To time.Time
 	// Truncated: the search returned as many requests as it was allowed, so more may exist.
 	Truncated bool
+	// Typical is each instance's typical TTFT over the range (see TypicalTTFT): rows get their
+	// Standout from it, and the reason ttft_above_typical when they reach StandoutFactor times it.
+	Typical map[string]float64
 }
 
 // Options tune the anomaly reasons; the zero value uses the defaults.
@@ -110,6 +116,9 @@ type Options struct {
 	DecodeFactor float64
 	// MinQueue is the least queue time, in seconds, for queue_over_half (0.1).
 	MinQueue float64
+	// StandoutFactor flags TTFTs at or above this many times the instance's typical TTFT
+	// (DefaultStandoutFactor).
+	StandoutFactor float64
 }
 
 // Defaults of Options.
@@ -132,6 +141,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MinQueue <= 0 {
 		o.MinQueue = DefaultMinQueue
+	}
+	if o.StandoutFactor <= 0 {
+		o.StandoutFactor = DefaultStandoutFactor
 	}
 	return o
 }
@@ -163,6 +175,7 @@ func Join(in Input, opts Options) Result {
 		joinStates(res.Rows, in.Set)
 	}
 	joinFindings(res.Rows, in.Findings)
+	standout(res.Rows, in.Typical, opts.StandoutFactor)
 	res.Window = windowStats(res.Rows, opts)
 	res.Notices = append(res.Notices, flag(res.Rows, res.Window, opts)...)
 	res.Coverage = coverage(in, len(in.Requests))
@@ -366,6 +379,32 @@ func (c Coverage) Text() string {
 }
 
 func coverage(in Input, spans int) Coverage {
+	return coverageOf(in, spans, func(series.Key) bool { return true })
+}
+
+// CoverageByInstance is the coverage of each instance that has spans or a request rate: what
+// share of its finished requests the search examined, which differs between instances when
+// their searches stopped at their limits or their traffic differs.
+func CoverageByInstance(in Input) map[string]Coverage {
+	spans := map[string]int{}
+	for _, r := range in.Requests {
+		spans[r.Instance]++
+	}
+	if in.Set != nil {
+		for _, k := range in.Set.Keys() {
+			if _, ok := spans[k.Instance]; !ok {
+				spans[k.Instance] = 0
+			}
+		}
+	}
+	out := make(map[string]Coverage, len(spans))
+	for inst, n := range spans {
+		out[inst] = coverageOf(in, n, func(k series.Key) bool { return k.Instance == inst })
+	}
+	return out
+}
+
+func coverageOf(in Input, spans int, keep func(series.Key) bool) Coverage {
 	c := Coverage{Spans: spans, Finished: math.NaN(), Truncated: in.Truncated}
 	if in.Set == nil {
 		return c
@@ -374,6 +413,9 @@ func coverage(in Input, spans int) Coverage {
 	from, to := in.From, in.To
 	sum, seen := 0.0, false
 	for _, k := range in.Set.Keys() {
+		if !keep(k) {
+			continue
+		}
 		s := in.Set.Get(k, series.RequestRate)
 		if s == nil {
 			continue

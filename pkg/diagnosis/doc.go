@@ -119,6 +119,42 @@
 //     quantile rules, at least 5× MinRequests in every window), corroboration (a related cause or
 //     symptom finding overlaps on the same instance). high: 3 or 4 met; medium: 2; low: 0 or 1.
 //
+// # Recommendations
+//
+// A finding of seven rules carries a Recommendation: the flag, the value to set, its effect and
+// the arithmetic in one line, from that instance's series averaged over the finding's window
+// (pure functions KVFit, SpecDraft, BatchedTokens, InstancesNeeded, PrefixReuse; the values
+// below are their defaults). Where a number cannot be had, Value is NaN and Missing names the
+// absent metric or vLLM version; the finding keeps its Action.
+//
+//   - kv_cache_saturated, preemptions_free_cache (KVFit): a running request holds KV usage ÷
+//     running of the pool (the instantaneous gauge for the first, the window mean kv_usage_avg
+//     for the second), shown in tokens of the pool num_gpu_blocks × block_size
+//     (vllm:cache_config_info, the newest of the range) beside prompt + output ÷ 2 from the
+//     length means, which stand in, over the pool, when running is unknown;
+//     --max-num-seqs = ⌊(1 − KVHeadroom) ÷ share⌋ with KVHeadroom 10%. With cache_dtype auto,
+//     the fp8 alternative: twice the pool, and the sequences it fits.
+//   - spec_decode_inefficient (SpecDraft): α (accepted over draft tokens) and k (draft tokens
+//     per draft, signal spec_draft_length); vLLM accepts drafts in order until the first
+//     rejection, so α·k = p + p² + … + p^k gives the per-position acceptance p; the speedup
+//     estimate (1 + Σ_{i≤k'} p^i) / (1 + DraftOverhead·k'), overhead 0.05 of a target step per
+//     draft token, is evaluated for k' = 0…k: keep k, shorten to the best k', or disable (0).
+//   - queue_with_free_cache, token_budget_starved (BatchedTokens): --max-num-batched-tokens =
+//     ⌈running⌉ decodes + n × p95 prompt length (signal prompt_length_p95, interpolated in its
+//     1-2-5 bucket, which the arithmetic shows), n = ⌈request rate ÷ engine steps per second⌉,
+//     at least 1. When running sits at its window maximum for half the window or more (the
+//     --max-num-seqs ceiling), also --max-num-seqs = ⌊0.9 × running ÷ KV usage⌋, what the cache fits.
+//   - past_the_knee (InstancesNeeded): arrivals = finished requests per second plus the
+//     queue's growth per second, both from the finding's start to the queue's peak; the rate one
+//     instance held is the highest request rate of any step of the range where waiting was
+//     below 10% of running; instances to add = ⌈arrivals ÷ held⌉ − 1.
+//   - prefix_cache_miss (PrefixReuse): the hit rate to expect is the baseline (median over
+//     the hour before the finding) when it reached the rule's hit_rate, else the median over
+//     the window of healthy peers (same model, other instances, hit rate ≥ hit_rate); the
+//     misses cost (expected − now) × mean prompt tokens per request, priced at the mean prefill
+//     time over the tokens computed now; fewer cached tokens per request than one block means
+//     the shared prefix is shorter than a KV block.
+//
 // Severities: each rule has one; spec_decode_inefficient escalates to critical while the
 // acceptance rate is below critical_below, and then has one alert series per severity.
 //

@@ -38,6 +38,9 @@ type Finding struct {
 	SecondaryTo string
 	// Headline marks the instance's likely bottleneck: one finding per instance.
 	Headline bool
+	// Recommendation is the value the action should set, from the instance's own series over
+	// the finding's window (see recommend.go); Value is NaN when it cannot be had.
+	Recommendation Recommendation
 
 	title   string // the rule's title, before "on instance X"
 	summary string
@@ -138,6 +141,7 @@ func newFinding(e *env, sp span, outs []outcome, opts Options) *Finding {
 		}
 	}
 	f.summary = r.summary(e, sp.peak)
+	f.Recommendation = recommendFor(e, sp)
 	f.Evidence = evidenceOf(e, sp)
 	return f
 }

@@ -36,7 +36,9 @@ const (
 // "specific causes outrank symptoms").
 var explainedBy = map[string][]string{
 	PrefillBound: {KVCacheSaturated, PreemptionsFreeCache, PastTheKnee, QueueWithFreeCache, PrefixCacheMiss, PrefillBlocking, TokenBudgetStarved},
-	DecodeBound:  {KVCacheSaturated, PreemptionsFreeCache, PastTheKnee, SpecDecodeInefficient},
+	// Prompts that miss the prefix cache are prefilled whole, in the same steps as the decoding
+	// sequences (chunked prefill mixes them), so every decode step grows with them.
+	DecodeBound: {KVCacheSaturated, PreemptionsFreeCache, PastTheKnee, SpecDecodeInefficient, PrefixCacheMiss},
 	// A decode-bound batch slows every step, the prefill steps too: the prefills take longer
 	// because each step does, not because the budget splits them into more steps.
 	TokenBudgetStarved: {PrefixCacheMiss, QueueWithFreeCache, KVCacheSaturated, PreemptionsFreeCache, DecodeBound},

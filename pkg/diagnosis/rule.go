@@ -164,6 +164,7 @@ func (r Rule) Signals() []series.Signal {
 	add(r.Required)
 	add(r.Optional)
 	add(r.Evidence)
+	add(recommendSignals[r.ID])
 	if r.Quantile {
 		add([]series.Signal{series.RequestCount})
 	}

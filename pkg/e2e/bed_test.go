@@ -134,7 +134,7 @@ func TestMain(m *testing.M) {
 
 // pluginFor returns the plugin's gRPC client and a plugin context for a data source with the
 // given jsonData, pointing at promURL.
-func pluginFor(t *testing.T, promURL string, jsonData map[string]any) (datasourcetest.TestPlugin, backend.PluginContext) {
+func pluginFor(t testing.TB, promURL string, jsonData map[string]any) (datasourcetest.TestPlugin, backend.PluginContext) {
 	t.Helper()
 	pluginOnce.Do(func() {
 		l, err := net.Listen("tcp", "127.0.0.1:0")

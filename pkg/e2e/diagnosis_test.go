@@ -85,6 +85,8 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("diagnosis finds exactly the ground truth", func(t *testing.T) { testDiagnosisMatchesTruth(t, b) })
 	t.Run("alert series hold 1 during each fault", func(t *testing.T) { testAlertSeries(t, b) })
 	t.Run("provisioned alert rules fire on their scenario only", func(t *testing.T) { testProvisionedAlertRules(t, b) })
+	t.Run("recommendations match the scenarios' configuration", func(t *testing.T) { testRecommendationsMatchTheScenarios(t, b) })
+	t.Run("thinned buckets interpolate p99/p50 far above 2", func(t *testing.T) { testThinnedBucketsInterpolateHigh(t, b) })
 }
 
 // testDiagnosisMatchesTruth is issue 4's acceptance: on every scenario the diagnosis finds the

@@ -173,6 +173,8 @@ func testProvisionedAlertRules(t *testing.T, b *bed) {
 			}
 			assert.Equal(t, map[string]bool{tr.Instance: true}, fires(run.job), "%s should fire on %s only", r.Title, tr.Instance)
 			assert.Empty(t, fires(jobOf("healthy", vllm.GenerationV1)), "%s fires on the healthy scenario", r.Title)
+			// At the fault's end its run has lasted at least `for`: Grafana fires and renders.
+			checkSummaryNamesTheValue(t, b, r, run.job, tr.Instance, tr.End.Truncate(time.Second))
 		})
 	}
 }

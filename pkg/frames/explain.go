@@ -42,6 +42,7 @@ func Explanation(e correlate.Explanation, info func(series.Signal) SignalInfo, n
 		named(data.NewField("findings", nil, []string{strings.Join(r.FindingRules(), ",")}), "Findings active", ""),
 		named(data.NewField("finding", nil, []string{chosen}), "Finding named", ""),
 		named(data.NewField("action", nil, []string{action}), "Action", ""),
+		named(data.NewField("profile", nil, []string{e.Profile}), "Profile", ""),
 		named(data.NewField("anomalies", nil, []string{strings.Join(codes, ",")}), "Anomalies", ""),
 	)
 	expl.Fields = append(expl.Fields, stateFields([]correlate.Row{r}, info)...)
@@ -63,7 +64,7 @@ func Explanation(e correlate.Explanation, info func(series.Signal) SignalInfo, n
 	}
 
 	tags := append([]string{"request", r.Instance}, r.FindingRules()...)
-	interval := data.NewFrame("request",
+	interval := data.NewFrame(RequestIntervalFrame,
 		data.NewField("time", nil, []time.Time{r.Start}),
 		data.NewField("timeEnd", nil, []time.Time{r.End}),
 		data.NewField("title", nil, []string{"Request " + r.TraceID}),
@@ -72,6 +73,10 @@ func Explanation(e correlate.Explanation, info func(series.Signal) SignalInfo, n
 	)
 	return data.Frames{expl, stages, interval}
 }
+
+// RequestIntervalFrame names the explanation's frame of the request's own interval (time,
+// timeEnd, title, text, tags), which serves as an annotation region.
+const RequestIntervalFrame = "request"
 
 func stageLabel(s correlate.Stage) string {
 	switch s {

@@ -14,7 +14,8 @@ import (
 // DESIGN §3. The same frame serves as an annotation query result: Grafana maps time, timeEnd,
 // title, text and tags (one comma-separated string, which its annotation mapping splits).
 // headline and secondary_to are added: the instance's likely bottleneck, and the cause a
-// symptom is secondary to. Notices say which rules had insufficient data or did not apply.
+// symptom is secondary to; recommendation, the value to set with its arithmetic (or which
+// metric is missing). Notices say which rules had insufficient data or did not apply.
 func Findings(res diagnosis.Result) *data.Frame {
 	n := len(res.Findings)
 	var (
@@ -23,6 +24,7 @@ func Findings(res diagnosis.Result) *data.Frame {
 		cause, action, evidence, confidence = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		instance, model, secondary          = make([]string, n), make([]string, n), make([]string, n)
 		headline                            = make([]bool, n)
+		recommendation                      = make([]string, n)
 	)
 	for i, f := range res.Findings {
 		start[i], end[i] = f.Start, f.End
@@ -32,6 +34,7 @@ func Findings(res diagnosis.Result) *data.Frame {
 		evidence[i] = f.Evidence.String() + "; confidence " + f.Confidence.String()
 		confidence[i] = f.Confidence.Level
 		instance[i], model[i], secondary[i], headline[i] = f.Key.Instance, f.Key.Model, f.SecondaryTo, f.Headline
+		recommendation[i] = f.Recommendation.String()
 	}
 	frame := data.NewFrame("findings",
 		data.NewField("time", nil, start),
@@ -49,6 +52,7 @@ func Findings(res diagnosis.Result) *data.Frame {
 		data.NewField("model_name", nil, model),
 		data.NewField("headline", nil, headline),
 		data.NewField("secondary_to", nil, secondary),
+		data.NewField("recommendation", nil, recommendation),
 	)
 	frame.Meta = &data.FrameMeta{PreferredVisualization: data.VisTypeTable, Notices: notices(res.Notices, nil, "")}
 	return frame

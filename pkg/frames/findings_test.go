@@ -57,6 +57,7 @@ func TestFindingsFrameHasTheDesignFields(t *testing.T) {
 		{"tags", data.FieldTypeString}, {"cause", data.FieldTypeString}, {"action", data.FieldTypeString},
 		{"evidence", data.FieldTypeString}, {"confidence", data.FieldTypeString}, {"instance", data.FieldTypeString},
 		{"model_name", data.FieldTypeString}, {"headline", data.FieldTypeBool}, {"secondary_to", data.FieldTypeString},
+		{"recommendation", data.FieldTypeString},
 	}
 	if len(frame.Fields) != len(want) {
 		t.Fatalf("%d fields, want %d", len(frame.Fields), len(want))
@@ -85,6 +86,20 @@ func TestFindingsFrameHasTheDesignFields(t *testing.T) {
 	}
 	if row["confidence"] != f.Confidence.Level || row["headline"] != true {
 		t.Errorf("confidence %v headline %v", row["confidence"], row["headline"])
+	}
+	// Neither running requests nor prompt lengths: the column names them instead of a value.
+	if rec := row["recommendation"].(string); !strings.HasPrefix(rec, "no value: ") || !strings.Contains(rec, "vllm:request_prompt_tokens") {
+		t.Errorf("recommendation %q: want the missing metric named", rec)
+	}
+}
+
+func TestFindingsFrameShowsTheRecommendedValue(t *testing.T) {
+	// 4000 × 16 = 64000 tokens; 0.5 × 64000 / 24 = 1333 tokens per request; 0.9 × 64000 / 1333 = 43.
+	rec := diagnosis.KVFit(diagnosis.KVInput{Blocks: 4000, BlockSize: 16, CacheDType: "auto", Usage: 0.5, Running: 24, PromptMean: 1000, OutputMean: 600})
+	frame := Findings(diagnosis.Result{Findings: []diagnosis.Finding{{Rule: diagnosis.KVCacheSaturated, Key: keySat, Recommendation: rec}}})
+	field, _ := frame.FieldByName("recommendation")
+	if field == nil || !strings.HasPrefix(field.At(0).(string), "--max-num-seqs 43: ") {
+		t.Fatalf("recommendation column %v", field)
 	}
 }
 

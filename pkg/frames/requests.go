@@ -2,6 +2,7 @@ package frames
 
 import (
 	"math"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -25,6 +26,9 @@ type TraceLinks struct {
 	DatasourceUID string
 	// Backend is "tempo" or "jaeger": their query models differ.
 	Backend string
+	// VLLMUID is the uid of the vLLM data source that answered, so that the drill-down
+	// queries the same one (a Grafana may have several).
+	VLLMUID string
 }
 
 // links returns the data links of a trace id field.
@@ -43,9 +47,49 @@ func (l TraceLinks) links() []data.DataLink {
 	}
 	out = append(out, data.DataLink{
 		Title: "Correlated metrics and explanation",
-		URL:   "/d/" + DrillDownUID + "?var-traceId=${__value.raw}&from=${__data.fields.drilldown_from}&to=${__data.fields.drilldown_to}",
+		URL: DrillDownURL(DrillDown{VLLMUID: l.VLLMUID, TracesUID: l.DatasourceUID, TraceID: "${__value.raw}",
+			Instance: "${__data.fields.instance}", Model: "${__data.fields.model}",
+			From: "${__data.fields.drilldown_from}", To: "${__data.fields.drilldown_to}"}),
 	})
 	return out
+}
+
+// DrillDown is what a link to the request drill-down carries: Grafana template expressions
+// (such as ${__data.fields.instance}) or values. Empty parts are left out, so that the
+// dashboard's own default applies.
+type DrillDown struct {
+	// VLLMUID and TracesUID set var-datasource and var-traces.
+	VLLMUID, TracesUID string
+	// TraceID, Instance and Model set var-traceId, var-instance and var-model.
+	TraceID, Instance, Model string
+	// From and To are the time range (epoch milliseconds or Grafana relative times).
+	From, To string
+}
+
+// DrillDownURL writes the link to the drill-down dashboard. Every panel of the drill-down
+// reads the variables it sets (datasource, traces, traceId, instance, model), so a click keeps
+// its context; a findings row links here with its instance and interval, and no trace id.
+// Values that are not template expressions are URL-encoded; expressions are left for Grafana
+// to fill in.
+func DrillDownURL(d DrillDown) string {
+	var parts []string
+	add := func(key, v string) {
+		if v == "" {
+			return
+		}
+		if !strings.HasPrefix(v, "${") {
+			v = url.QueryEscape(v)
+		}
+		parts = append(parts, key+"="+v)
+	}
+	add("var-datasource", d.VLLMUID)
+	add("var-traces", d.TracesUID)
+	add("var-traceId", d.TraceID)
+	add("var-instance", d.Instance)
+	add("var-model", d.Model)
+	add("from", d.From)
+	add("to", d.To)
+	return "/d/" + DrillDownUID + "?" + strings.Join(parts, "&")
 }
 
 // Requests returns the requests table: one row per joined request, with its stages, the

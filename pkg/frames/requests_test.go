@@ -94,6 +94,27 @@ func TestRequestsFrameHasOneRowPerRequestWithItsStagesStateAndReasons(t *testing
 	}
 }
 
+func TestDrillDownURL(t *testing.T) {
+	cases := []struct {
+		name string
+		d    DrillDown
+		want string
+	}{
+		{"a request: every variable, expressions left to Grafana", DrillDown{VLLMUID: "vllm-2", TracesUID: "jaeger", TraceID: "${__value.raw}",
+			Instance: "${__data.fields.instance}", Model: "${__data.fields.model}", From: "1", To: "2"},
+			"/d/" + DrillDownUID + "?var-datasource=vllm-2&var-traces=jaeger&var-traceId=${__value.raw}&var-instance=${__data.fields.instance}&var-model=${__data.fields.model}&from=1&to=2"},
+		{"a finding: no trace id, values encoded", DrillDown{VLLMUID: "a b&c", Instance: "10.0.0.1:8000", From: "now-1h", To: "now"},
+			"/d/" + DrillDownUID + "?var-datasource=a+b%26c&var-instance=10.0.0.1%3A8000&from=now-1h&to=now"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := DrillDownURL(c.d); got != c.want {
+				t.Errorf("got  %s\nwant %s", got, c.want)
+			}
+		})
+	}
+}
+
 func TestRequestLinks(t *testing.T) {
 	cases := []struct {
 		name      string
@@ -122,7 +143,7 @@ func TestRequestLinks(t *testing.T) {
 				t.Fatalf("links %+v, want only the drill-down", links)
 			}
 			drill := links[len(links)-1]
-			if !strings.HasPrefix(drill.URL, "/d/"+DrillDownUID+"?var-traceId=${__value.raw}") {
+			if !strings.HasPrefix(drill.URL, "/d/"+DrillDownUID+"?") || !strings.Contains(drill.URL, "var-traceId=${__value.raw}") {
 				t.Fatalf("drill-down URL %q", drill.URL)
 			}
 			from, to := cell(t, f, "drilldown_from", 0), cell(t, f, "drilldown_to", 0)

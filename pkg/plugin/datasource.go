@@ -35,6 +35,8 @@ type Datasource struct {
 	// traces is the trace backend, nil when none is configured.
 	traces    traces.Source
 	resources backend.CallResourceHandler
+	// evals shares diagnosis evaluations between the queries of one refresh.
+	evals *evalCache
 }
 
 var (
@@ -56,6 +58,8 @@ func NewDatasource(ctx context.Context, s backend.DataSourceInstanceSettings) (i
 		return ds, nil
 	}
 	ds.settings = settings
+	// An evaluation is kept less than one scrape interval: after that Prometheus may hold new data.
+	ds.evals = newEvalCache(settings.ScrapeInterval)
 	opts, err := s.HTTPClientOptions(ctx)
 	if err != nil {
 		ds.settingsErr = fmt.Errorf("the data source's HTTP settings are not valid: %w", err)

@@ -3,10 +3,12 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
+	"github.com/seed/vllm-datasource/pkg/correlate"
 	"github.com/seed/vllm-datasource/pkg/diagnosis"
 	"github.com/seed/vllm-datasource/pkg/frames"
 	"github.com/seed/vllm-datasource/pkg/series"
@@ -18,6 +20,8 @@ const (
 	FormatFindings = "findings"
 	FormatTimeline = "timeline"
 	FormatAlert    = "alert"
+	// FormatRecommendation is the recommended values as series, for alert summaries.
+	FormatRecommendation = "recommendation"
 )
 
 func handleDiagnosis(ctx context.Context, d *Datasource, q backend.DataQuery, query Query) backend.DataResponse {
@@ -25,8 +29,8 @@ func handleDiagnosis(ctx context.Context, d *Datasource, q backend.DataQuery, qu
 	if format == "" {
 		format = FormatFindings
 	}
-	if format != FormatFindings && format != FormatTimeline && format != FormatAlert {
-		return badQuery(fmt.Errorf("format %q is not one of findings, timeline, alert", format))
+	if format != FormatFindings && format != FormatTimeline && format != FormatAlert && format != FormatRecommendation {
+		return badQuery(fmt.Errorf("format %q is not one of findings, timeline, alert, recommendation", format))
 	}
 	diag, err := d.diagnose(ctx, q, query, query.Rules, nil)
 	if err != nil {
@@ -38,8 +42,13 @@ func handleDiagnosis(ctx context.Context, d *Datasource, q backend.DataQuery, qu
 		out = frames.Timeline(diag.Result)
 	case FormatAlert:
 		out = frames.AlertSeries(diag.Result)
+	case FormatRecommendation:
+		out = frames.RecommendationSeries(diag.Result)
 	default:
 		out = data.Frames{frames.Findings(diag.Result)}
+	}
+	if diag.Shared {
+		markShared(out, diag.EvaluatedAt)
 	}
 	if len(out) > 0 && len(diag.Set.Keys()) == 0 {
 		if out[0].Meta == nil {
@@ -51,15 +60,21 @@ func handleDiagnosis(ctx context.Context, d *Datasource, q backend.DataQuery, qu
 	return backend.DataResponse{Frames: out}
 }
 
-// Diagnosis is the evaluated matrix over a query's range, with the signals it rests on.
+// Diagnosis is the evaluated matrix over a query's range, with the signals it rests on. It may
+// be shared by several queries (see evalCache): read it, never change it.
 type Diagnosis struct {
 	Result diagnosis.Result
 	Set    *series.Set
 	Fetch  *signals.Result
+	// EvaluatedAt is when the evaluation ran; Shared says whether another query got it too.
+	EvaluatedAt time.Time
+	Shared      bool
 }
 
 // diagnose fetches what the rules need (plus extra signals for the caller), from early enough
-// for their baselines and pending periods, and evaluates the rules over the query's range.
+// for their baselines and pending periods, and evaluates the rules over the query's range
+// (aligned on the step). The queries of one refresh share the evaluation: every caller's
+// signals are fetched with the request join's, so that the requests table shares it too.
 func (d *Datasource) diagnose(ctx context.Context, q backend.DataQuery, query Query, rules []string, extra []series.Signal) (*Diagnosis, error) {
 	step := d.step(q)
 	if q.TimeRange.Duration() < step {
@@ -69,19 +84,41 @@ func (d *Datasource) diagnose(ctx context.Context, q backend.DataQuery, query Qu
 	if err != nil {
 		return nil, backend.PluginError(err)
 	}
-	opts := diagnosis.Options{Rules: rules, Thresholds: d.settings.Thresholds, EvalFrom: q.TimeRange.From}
+	wanted = appendMissing(appendMissing(wanted, correlate.Signals()), extra)
+	from, to := q.TimeRange.From.Truncate(step), q.TimeRange.To.Truncate(step)
+	names := make([]string, len(wanted))
+	for i, s := range wanted {
+		names[i] = string(s)
+	}
+	key := newEvalKey(rules, names, query.Instance, query.Model, step, from, to)
+	diag, shared, err := d.evals.get(ctx, key, func(ctx context.Context) (*Diagnosis, error) {
+		return d.evaluate(ctx, query, rules, wanted, step, from, to)
+	})
+	if err != nil {
+		return nil, err
+	}
+	mine := *diag
+	mine.Shared = mine.Shared || shared
+	return &mine, nil
+}
+
+// evaluate is one evaluation: the fetch and the rules over it.
+func (d *Datasource) evaluate(ctx context.Context, query Query, rules []string, wanted []series.Signal, step time.Duration, from, to time.Time) (*Diagnosis, error) {
+	opts := diagnosis.Options{Rules: rules, Thresholds: d.settings.Thresholds, EvalFrom: from}
 	lookback, err := diagnosis.Lookback(opts)
 	if err != nil {
 		return nil, backend.PluginError(err)
 	}
 	res, err := d.prom.Fetch(ctx, signals.Request{
-		Signals:     appendMissing(wanted, extra),
-		Start:       q.TimeRange.From.Add(-lookback),
-		End:         q.TimeRange.To,
+		Signals:     wanted,
+		Start:       from.Add(-lookback),
+		End:         to,
 		Step:        step,
 		Instance:    query.Instance,
 		Model:       query.Model,
 		CacheConfig: true,
+		// The lookback only feeds baselines and pending periods: read it coarsely.
+		CoarseBefore: from,
 	})
 	if err != nil {
 		return nil, err
@@ -90,7 +127,7 @@ func (d *Datasource) diagnose(ctx context.Context, q backend.DataQuery, query Qu
 	if err != nil {
 		return nil, backend.PluginError(err)
 	}
-	return &Diagnosis{Result: result, Set: res.Set, Fetch: res}, nil
+	return &Diagnosis{Result: result, Set: res.Set, Fetch: res, EvaluatedAt: time.Now()}, nil
 }
 
 func appendMissing(list, extra []series.Signal) []series.Signal {

@@ -7,9 +7,11 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"github.com/grafana/grafana-plugin-sdk-go/data"
 
 	"github.com/seed/vllm-datasource/pkg/correlate"
 	"github.com/seed/vllm-datasource/pkg/frames"
@@ -17,17 +19,27 @@ import (
 	"github.com/seed/vllm-datasource/pkg/traces"
 )
 
+// explainAnnotation is the explain query's format that answers only the request's interval,
+// for an annotation query.
+const explainAnnotation = "annotation"
+
 // explainPad is how much of the metrics before and after a request its explanation shows.
 const explainPad = 10 * time.Minute
 
 // handleExplain answers an explain query: one request by trace id, its stages, the findings
-// active while it ran, and the signals of its instance around it.
+// active while it ran, and the signals of its instance around it. The trace comes first (it
+// says which instance and when); its peers and the metrics are then fetched in parallel.
 func handleExplain(ctx context.Context, d *Datasource, q backend.DataQuery, query Query) backend.DataResponse {
 	if d.traces == nil {
 		return badQuery(errNoTraces)
 	}
 	if strings.TrimSpace(query.TraceID) == "" {
-		return badQuery(errors.New("explain needs a trace id: set traceId, or write the query as explain <traceId>"))
+		// The drill-down opened on its own (not from a request link) has no trace id yet: an
+		// instruction, not an error badge on its panels.
+		f := data.NewFrame("explanation")
+		f.Meta = &data.FrameMeta{Notices: []data.Notice{{Severity: data.NoticeSeverityInfo,
+			Text: "No request selected: click a trace id in a requests table (or set the Trace ID variable) to explain that request. An explain query reads explain <traceId>."}}}
+		return backend.DataResponse{Frames: data.Frames{f}}
 	}
 	req, err := d.traces.Get(ctx, query.TraceID)
 	if errors.Is(err, traces.ErrNotFound) {
@@ -50,9 +62,21 @@ func handleExplain(ctx context.Context, d *Datasource, q backend.DataQuery, quer
 	if req.Model != "" {
 		scope.Model = regexp.QuoteMeta(req.Model)
 	}
-	in := correlate.Input{Requests: peers(ctx, d, req), From: req.Start, To: req.End}
+	// The peers and the metrics are independent: fetched at once.
+	var (
+		around []traces.Request
+		diag   *Diagnosis
+		wg     sync.WaitGroup
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		around = peers(ctx, d, req)
+	}()
+	diag, err = d.diagnose(ctx, mq, scope, nil, correlate.Signals())
+	wg.Wait()
+	in := correlate.Input{Requests: around, From: req.Start, To: req.End}
 	var notices []string
-	diag, err := d.diagnose(ctx, mq, scope, nil, correlate.Signals())
 	if err != nil {
 		notices = append(notices, "The metrics could not be read, so the request is explained without its metric state and findings: "+err.Error())
 	} else {
@@ -63,6 +87,10 @@ func handleExplain(ctx context.Context, d *Datasource, q backend.DataQuery, quer
 	row := slices.IndexFunc(res.Rows, func(r correlate.Row) bool { return r.TraceID == req.TraceID })
 	e := correlate.Explain(res.Rows[row])
 	out := frames.Explanation(e, signalInfo, notices)
+	if query.Format == explainAnnotation {
+		// The drill-down draws the request's interval on its graphs from this frame alone.
+		return backend.DataResponse{Frames: slices.DeleteFunc(out, func(f *data.Frame) bool { return f.Name != frames.RequestIntervalFrame })}
+	}
 	if diag != nil {
 		shown := []series.Signal{series.TTFTP99}
 		for _, js := range correlate.Joined {

@@ -20,6 +20,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 	"github.com/prometheus/common/model"
 
+	"github.com/seed/vllm-datasource/pkg/correlate"
 	"github.com/seed/vllm-datasource/pkg/signals"
 	"github.com/seed/vllm-datasource/pkg/sim"
 )
@@ -101,8 +102,10 @@ func TestRequestsAndExplain(t *testing.T) {
 		if trace.Internal == nil || trace.Internal.DatasourceUID != "jaeger-uid" || trace.Internal.Query.(map[string]any)["query"] != "${__value.raw}" {
 			t.Fatalf("trace link %+v, want an internal link to data source jaeger-uid querying the trace id", trace)
 		}
-		if !strings.HasPrefix(drill.URL, "/d/vllm-request-drilldown?var-traceId=${__value.raw}&from=${__data.fields.drilldown_from}") {
-			t.Fatalf("drill-down link %q", drill.URL)
+		uid := ds.DataSourceInstanceSettings.UID
+		if !strings.HasPrefix(drill.URL, "/d/vllm-request-drilldown?var-datasource="+uid+"&var-traces=jaeger-uid&var-traceId=${__value.raw}&") ||
+			!strings.Contains(drill.URL, "&from=${__data.fields.drilldown_from}") {
+			t.Fatalf("drill-down link %q, want the answering data source %s, the trace data source and the trace id", drill.URL, uid)
 		}
 		start, _ := f.ConcreteAt(fieldIndex(t, f, "start"), 0)
 		if got, want := cellString(f, "drilldown_from", 0), strconv.FormatInt(start.(time.Time).Add(-2*time.Minute).UnixMilli(), 10); got != want {
@@ -209,14 +212,27 @@ func TestRequestsAndExplain(t *testing.T) {
 		from, to := faultWindow(res)
 		all := b.requests(t, ds, from, to, nil)
 		only := b.requests(t, ds, from, to, map[string]any{"anomalousOnly": true})
+		// anomalousOnly searches only above each instance's threshold, so the window's own
+		// statistics differ from the plain query's: the rows that stand out over the range
+		// (ttft_above_typical, from the metrics) are the ones both must share.
+		onlyIDs := map[string]bool{}
+		for i := range only.Rows() {
+			if cellString(only, "anomalies", i) == "" {
+				t.Fatalf("anomalousOnly row %d has no anomaly", i)
+			}
+			onlyIDs[cellString(only, "trace_id", i)] = true
+		}
 		flagged := 0
 		for i := range all.Rows() {
-			if cellString(all, "anomalies", i) != "" {
+			if strings.Contains(cellString(all, "anomalies", i), string(correlate.TTFTAboveTypical)) {
 				flagged++
+				if id := cellString(all, "trace_id", i); !onlyIDs[id] {
+					t.Errorf("request %s stands out in the plain query but is not among the %d anomalousOnly rows", id, only.Rows())
+				}
 			}
 		}
-		if only.Rows() != flagged || flagged == 0 {
-			t.Fatalf("anomalousOnly gave %d rows, want the %d flagged of %d", only.Rows(), flagged, all.Rows())
+		if flagged == 0 || only.Rows() < flagged {
+			t.Fatalf("anomalousOnly gave %d rows, want at least the %d that stand out of %d", only.Rows(), flagged, all.Rows())
 		}
 		const minTTFT = 1.0
 		slow := b.requests(t, ds, from, to, map[string]any{"minTtft": minTTFT})

@@ -72,8 +72,10 @@ func (q *Query) parseExpr() error {
 	if m == nil {
 		return fmt.Errorf("expr %q is not one of: explain <traceId>; signals <name>,<name>; diagnosis [<rule>,...]", q.Expr)
 	}
+	// The first word is read in any case, as the editor (src/expr.ts) reads it.
+	verb := strings.ToLower(m[1])
 	arg := m[2]
-	switch m[1] {
+	switch verb {
 	case QueryTypeExplain:
 		if arg == "" {
 			return fmt.Errorf("expr %q names no trace id: write explain <traceId>", q.Expr)
@@ -86,7 +88,7 @@ func (q *Query) parseExpr() error {
 	default:
 		return fmt.Errorf("expr %q starts with %q; the text form knows explain, signals and diagnosis", q.Expr, m[1])
 	}
-	q.QueryType = m[1]
+	q.QueryType = verb
 	return nil
 }
 

@@ -43,4 +43,10 @@ const (
 	// PromptLengthMean and OutputLengthMean are mean tokens per request over the window.
 	PromptLengthMean Signal = "prompt_length_mean"
 	OutputLengthMean Signal = "output_length_mean"
+	// PromptLengthP95 is the 95th percentile of prompt tokens per request, with its bucket.
+	PromptLengthP95 Signal = "prompt_length_p95"
+	// SpecDraftLength is draft tokens proposed per draft: the speculative k in use.
+	SpecDraftLength Signal = "spec_draft_length"
+	// EngineStepRate is engine steps per second (observations of the tokens-per-step histogram).
+	EngineStepRate Signal = "engine_step_rate"
 )

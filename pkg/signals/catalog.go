@@ -5,7 +5,9 @@
 // Every rate-like signal covers the rate window (Window), in every generation. Where vLLM V0
 // exported only a ratio since the server started (vllm:gpu_prefix_cache_hit_rate), the window's
 // value is derived from it and approximate (see windowedLifetimeRatio and the signal's
-// description).
+// description). A V0 server without the spec-decode token counters has only its lifetime
+// acceptance gauge (vllm:spec_decode_draft_acceptance_rate), used as the acceptance rate's
+// fallback. Quantile signals are computed here from each series' own bucket rates (quantile.go).
 package signals
 
 import (
@@ -27,8 +29,10 @@ type Def struct {
 	// alts are the ways to compute it, newest metric names first; every one whose metrics
 	// exist is used, joined with "or", so a fleet that mixes vLLM versions is covered.
 	alts []alt
-	// quantileOf names the histogram family of a quantile signal, for its bucket bounds.
-	quantileOf []string
+	// q is the quantile of a quantile signal (0 otherwise): its alts fetch the bucket rates
+	// of a histogram family, shared by every quantile of that family, and the quantile and its
+	// bucket interval are computed from the counts (see histogram.quantile).
+	q float64
 	// derive computes a signal from others on our side instead of in PromQL.
 	derive *derivation
 }
@@ -54,13 +58,16 @@ const (
 )
 
 func quantile(name series.Signal, label string, q float64, group, desc string, families ...string) Def {
-	d := Def{Name: name, Label: label, Unit: "s", Group: group, Description: desc, quantileOf: families}
+	d := Def{Name: name, Label: label, Unit: "s", Group: group, Description: desc, q: q}
 	for _, f := range families {
-		d.alts = append(d.alts, alt{needs: []string{f}, expr: func(b builder) string {
-			return fmt.Sprintf("histogram_quantile(%g, sum by (le, %s) (rate(%s[%s])))", q, b.by(), b.sel(f+"_bucket"), b.window)
-		}})
+		d.alts = append(d.alts, alt{needs: []string{f}, expr: func(b builder) string { return bucketRates(b, f) }})
 	}
 	return d
+}
+
+// bucketRates is the PromQL of a histogram family's bucket rates per instance, model and le.
+func bucketRates(b builder, family string) string {
+	return fmt.Sprintf("sum by (%s, le) (rate(%s[%s]))", b.by(), b.sel(family+"_bucket"), b.window)
 }
 
 func mean(name series.Signal, label, unit, group, desc string, families ...string) Def {
@@ -110,6 +117,14 @@ func windowedLifetimeRatio(ratio, counter string) alt {
 		p := fmt.Sprintf("sum by (%s) (%s)", b.by(), b.sel(counter))
 		pOff := fmt.Sprintf("sum by (%s) (%s offset %s)", b.by(), b.sel(counter), b.window)
 		return fmt.Sprintf("clamp((%s * %s - %s * %s) / (%s - %s > 0), 0, 1)", r, p, rOff, pOff, p, pOff)
+	}}
+}
+
+// lifetimeGauge is a V0 gauge that holds a ratio since the server started, averaged over the
+// rate window; NaN (no draft yet) has no value.
+func lifetimeGauge(metric string) alt {
+	return alt{needs: []string{metric}, expr: func(b builder) string {
+		return fmt.Sprintf("avg by (%s) (avg_over_time(%s[%s]) >= 0)", b.by(), b.sel(metric), b.window)
 	}}
 }
 
@@ -170,9 +185,12 @@ var Catalog = []Def{
 		alts: []alt{{needs: []string{vllm.RequestsWaitingByReason}, expr: func(b builder) string {
 			return fmt.Sprintf("sum by (%s) (%s)", b.by(), b.sel(vllm.RequestsWaitingByReason, `reason="capacity"`))
 		}}}},
-	counterRatio(series.SpecAcceptanceRate, "Draft acceptance rate", groupSpec,
-		"Accepted draft tokens over proposed draft tokens (only with speculative decoding on).",
-		[2]string{vllm.SpecAcceptedTokens, vllm.SpecDraftTokens}),
+	{Name: series.SpecAcceptanceRate, Label: "Draft acceptance rate", Unit: "percentunit", Group: groupSpec,
+		Description: "Accepted draft tokens over proposed draft tokens (only with speculative decoding on). " +
+			"A vLLM V0 server without the token counters has only its gauge vllm:spec_decode_draft_acceptance_rate, " +
+			"a ratio since the server started, averaged over the rate window: a change shows slowly there.",
+		alts: append(counterRatio("", "", "", "", [2]string{vllm.SpecAcceptedTokens, vllm.SpecDraftTokens}).alts,
+			lifetimeGauge(vllm.SpecAcceptanceRateV0))},
 	{Name: series.SpecAcceptanceLength, Label: "Mean acceptance length", Unit: "none", Group: groupSpec,
 		Description: "1 + accepted tokens per draft: tokens gained per speculative step.",
 		alts: []alt{{needs: []string{vllm.SpecAcceptedTokens, vllm.SpecDrafts}, expr: func(b builder) string {
@@ -195,6 +213,22 @@ var Catalog = []Def{
 		}}}},
 	mean(series.PromptLengthMean, "Prompt length (mean)", "short", groupThroughput, "Mean prompt tokens per request.", vllm.RequestPromptTokens),
 	mean(series.OutputLengthMean, "Output length (mean)", "short", groupThroughput, "Mean output tokens per request.", vllm.RequestGenerationTokens),
+	// The three below feed the diagnosis's recommendations (the value to set).
+	tokenQuantile(series.PromptLengthP95, "Prompt length p95", 0.95, "95th percentile of prompt tokens per request (1-2-5 buckets: coarse).", vllm.RequestPromptTokens),
+	{Name: series.SpecDraftLength, Label: "Draft length", Unit: "none", Group: groupSpec,
+		Description: "Draft tokens proposed per draft: the number of speculative tokens in use (only with speculative decoding on).",
+		alts: []alt{{needs: []string{vllm.SpecDraftTokens, vllm.SpecDrafts}, expr: func(b builder) string {
+			return fmt.Sprintf("%s / %s", b.sumRate(vllm.SpecDraftTokens), b.sumRate(vllm.SpecDrafts))
+		}}}},
+	{Name: series.EngineStepRate, Label: "Engine steps/s", Unit: "short", Group: groupThroughput,
+		Description: "Engine steps per second (observations of vllm:iteration_tokens_total).", alts: []alt{{needs: []string{vllm.IterationTokens}, expr: func(b builder) string { return b.sumRate(vllm.IterationTokens + "_count") }}}},
+}
+
+// tokenQuantile is a quantile of a token-count histogram: as quantile, counted in tokens.
+func tokenQuantile(name series.Signal, label string, q float64, desc string, family string) Def {
+	d := quantile(name, label, q, groupThroughput, desc, family)
+	d.Unit = "short"
+	return d
 }
 
 var byName = func() map[series.Signal]*Def {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -40,7 +39,6 @@ type Client struct {
 	mu         sync.Mutex
 	detection  vllm.Detection
 	detectedAt time.Time
-	bounds     map[string][]float64 // histogram family → finite bucket bounds
 }
 
 // NewClient returns a client for a Prometheus HTTP API.
@@ -59,6 +57,10 @@ type Request struct {
 	Model    string
 	// CacheConfig asks for vllm:cache_config_info as well.
 	CacheConfig bool
+	// CoarseBefore, when set, reads the grid's points before it (a baseline's hour) at one point
+	// per rate window instead of one per step, each value held until the next: every sample is
+	// still counted once, at a fraction of the steps.
+	CoarseBefore time.Time
 }
 
 // Result is the aligned signals of a request and what a user should know about them.
@@ -91,7 +93,7 @@ func (c *Client) Detect(ctx context.Context) (vllm.Detection, error) {
 	}
 	d := vllm.Detect(list)
 	c.mu.Lock()
-	c.detection, c.detectedAt, c.bounds = d, time.Now(), map[string][]float64{}
+	c.detection, c.detectedAt = d, time.Now()
 	c.mu.Unlock()
 	return d, nil
 }
@@ -129,23 +131,27 @@ func (c *Client) Fetch(ctx context.Context, req Request) (*Result, error) {
 	sort.Strings(exprs)
 	res.Queries = exprs
 
-	matrices := make([]model.Matrix, len(exprs))
-	warnings := make([][]string, len(exprs))
+	spans := spansOf(start, end, req.Step, req.CoarseBefore, window)
+	matrices := make([][]model.Matrix, len(exprs))
+	warnings := make([][][]string, len(exprs))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(maxParallel)
 	for i, e := range exprs {
-		g.Go(func() error {
-			v, warn, _, err := c.api.QueryRange(gctx, e, v1.Range{Start: start, End: end, Step: req.Step})
-			if err != nil {
-				return downstream("range query", err)
-			}
-			m, ok := v.(model.Matrix)
-			if !ok {
-				return backend.DownstreamError(fmt.Errorf("Prometheus answered a range query with a %s instead of a matrix", v.Type()))
-			}
-			matrices[i], warnings[i] = m, warn
-			return nil
-		})
+		matrices[i], warnings[i] = make([]model.Matrix, len(spans)), make([][]string, len(spans))
+		for k, sp := range spans {
+			g.Go(func() error {
+				v, warn, _, err := c.api.QueryRange(gctx, e, v1.Range{Start: sp.start, End: sp.end, Step: sp.step})
+				if err != nil {
+					return downstream("range query", err)
+				}
+				m, ok := v.(model.Matrix)
+				if !ok {
+					return backend.DownstreamError(fmt.Errorf("Prometheus answered a range query with a %s instead of a matrix", v.Type()))
+				}
+				matrices[i][k], warnings[i][k] = sp.hold(m, req.Step), warn
+				return nil
+			})
+		}
 	}
 	if req.CacheConfig {
 		g.Go(func() error { return c.cacheConfig(gctx, b, start, end, set) })
@@ -153,10 +159,15 @@ func (c *Client) Fetch(ctx context.Context, req Request) (*Result, error) {
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
+	hists := map[string]map[series.Key]*histogram{}
 	for i, e := range exprs {
-		res.Notices = append(res.Notices, warnings[i]...)
+		var m model.Matrix
+		for k := range spans {
+			res.Notices = appendNew(res.Notices, warnings[i][k]...)
+			m = append(m, matrices[i][k]...)
+		}
 		for _, sig := range plan[e] {
-			c.align(gctx, set, sig, matrices[i], b)
+			c.align(set, sig, m, hists, e)
 		}
 	}
 	c.derive(set, req.Signals)
@@ -194,7 +205,7 @@ func (c *Client) plan(det vllm.Detection, b builder, wanted []series.Signal, set
 			}
 		}
 		if len(parts) == 0 {
-			set.Absent[sig] = absentReason(d)
+			set.Absent[sig] = absentReason(d, det)
 			return
 		}
 		e := strings.Join(parts, " or ")
@@ -220,38 +231,49 @@ func hasAll(det vllm.Detection, needs []string) bool {
 	return true
 }
 
-func absentReason(d *Def) string {
-	needs := d.needs()
-	if d.Group == groupSpec {
-		return fmt.Sprintf("%s: not applicable: no speculative-decoding metrics (%s); speculative decoding is off, or vLLM is older than 0.8", d.Name, strings.Join(needs, ", "))
-	}
-	parts := make([]string, 0, len(needs))
+// absentReason names the metrics a signal would need that this Prometheus lacks, and the vLLM
+// releases that export them.
+func absentReason(d *Def, det vllm.Detection) string {
+	var missing []string
 	seen := map[string]bool{}
-	for _, n := range needs {
-		if !seen[n] {
+	for _, n := range d.needs() {
+		if !seen[n] && !det.Has(n) {
 			seen[n] = true
-			parts = append(parts, fmt.Sprintf("%s (%s)", n, vllm.Availability(n)))
+			missing = append(missing, n)
 		}
+	}
+	if d.Group == groupSpec {
+		return fmt.Sprintf("%s: not applicable: no speculative-decoding metrics (%s); vLLM exports them only while speculative decoding is on", d.Name, strings.Join(missing, ", "))
+	}
+	parts := make([]string, 0, len(missing))
+	for _, n := range missing {
+		parts = append(parts, fmt.Sprintf("%s (%s)", n, vllm.Availability(n)))
 	}
 	return fmt.Sprintf("%s: not available: this Prometheus has none of %s", d.Name, strings.Join(parts, "; "))
 }
 
-// align copies a matrix onto the set's grid; for quantiles it adds the bucket that holds each
-// value.
-func (c *Client) align(ctx context.Context, set *series.Set, sig series.Signal, m model.Matrix, b builder) {
+// align copies a matrix onto the set's grid. A quantile signal's matrix holds bucket rates:
+// its values and bucket intervals are computed from each key's own buckets.
+func (c *Client) align(set *series.Set, sig series.Signal, m model.Matrix, hists map[string]map[series.Key]*histogram, expr string) {
 	d, _ := Lookup(sig)
-	var bounds []float64
-	if len(d.quantileOf) > 0 {
-		bounds = c.bucketBounds(ctx, b, d.quantileOf)
+	if d.q > 0 {
+		h, ok := hists[expr]
+		if !ok {
+			h = histograms(m, c.labels, set.Grid)
+			hists[expr] = h
+		}
+		for key, hist := range h {
+			s := series.NewSeries(sig, key, set.Grid.Len)
+			hist.quantile(d.q, s)
+			set.Put(s)
+		}
+		return
 	}
 	for _, stream := range m {
 		key := series.Key{Instance: string(stream.Metric[model.LabelName(c.labels.Instance)]), Model: string(stream.Metric[model.LabelName(c.labels.Model)])}
 		s := set.Get(key, sig)
 		if s == nil {
 			s = series.NewSeries(sig, key, set.Grid.Len)
-			if bounds != nil {
-				s.Lower, s.Upper = nanSlice(set.Grid.Len), nanSlice(set.Grid.Len)
-			}
 			set.Put(s)
 		}
 		for _, p := range stream.Values {
@@ -264,9 +286,6 @@ func (c *Client) align(ctx context.Context, set *series.Set, sig series.Signal, 
 				v = math.NaN()
 			}
 			s.Values[i] = v
-			if bounds != nil {
-				s.Lower[i], s.Upper[i] = bucketOf(v, bounds)
-			}
 		}
 	}
 }
@@ -277,38 +296,6 @@ func nanSlice(n int) []float64 {
 		v[i] = math.NaN()
 	}
 	return v
-}
-
-// bucketBounds returns the union of the finite le values of histogram families, as stored in
-// Prometheus (vLLM changed the top TTFT buckets in 2025, so they are read, not assumed).
-func (c *Client) bucketBounds(ctx context.Context, b builder, families []string) []float64 {
-	var all []float64
-	for _, f := range families {
-		c.mu.Lock()
-		got, ok := c.bounds[f]
-		c.mu.Unlock()
-		if !ok {
-			vals, _, _, err := c.api.LabelValues(ctx, "le", []string{b.sel(f + "_bucket")}, time.Time{}, time.Time{})
-			if err != nil {
-				if m, known := vllm.Lookup(f); known {
-					got = m.Buckets
-				}
-			} else {
-				for _, v := range vals {
-					x, err := strconv.ParseFloat(string(v), 64)
-					if err == nil && !math.IsInf(x, 0) {
-						got = append(got, x)
-					}
-				}
-				c.mu.Lock()
-				c.bounds[f] = got
-				c.mu.Unlock()
-			}
-		}
-		all = append(all, got...)
-	}
-	sort.Float64s(all)
-	return all
 }
 
 // derive computes the signals defined as ratios of others, with their intervals.

@@ -3,6 +3,7 @@ package signals_test
 import (
 	"bufio"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -65,6 +66,29 @@ var captures = []capture{
 	{file: "09-current-0.22.1rc1-sparkrun-qwen3-17b-grep.txt", generation: vllm.GenerationV1, model: "qwen3-1.7b",
 		present: []series.Signal{series.KVUsage, series.Running, series.Waiting, series.WaitingCapacity, series.PreemptionRate},
 		absent:  []series.Signal{series.TTFTP99, series.PrefixCacheHitRate}},
+}
+
+// updateResolution rewrites testdata/resolution/*.txt from what the code answers; review the
+// diff against the capture before committing it.
+var updateResolution = flag.Bool("update-resolution", false, "rewrite testdata/resolution from the current answers")
+
+// resolution lists, for every signal of the catalog, what a capture gives: "series" (it
+// resolves and has a value), "idle" (it resolves but the capture has no value for it) or
+// "absent: " and the reason a user is shown.
+func resolution(res *signals.Result, key series.Key) string {
+	var b strings.Builder
+	for _, name := range signals.Names() {
+		s := series.Signal(name)
+		switch why, absent := res.Set.Absent[s]; {
+		case absent:
+			fmt.Fprintf(&b, "%s: absent: %s\n", s, why)
+		case res.Set.Get(key, s) != nil:
+			fmt.Fprintf(&b, "%s: series\n", s)
+		default:
+			fmt.Fprintf(&b, "%s: idle\n", s)
+		}
+	}
+	return b.String()
 }
 
 func job(file string) string { return "capture-" + file[:2] }
@@ -153,6 +177,23 @@ func TestRealCapturesAreRecognisedWithTheirSignals(t *testing.T) {
 				assert.NotContains(t, res.Set.Absent, s, "%s should resolve", s)
 				assert.Nil(t, res.Set.Get(key, s), "%s has no value to serve", s)
 			}
+
+			// Every signal of the catalog, with the reason of each absent one.
+			all := make([]series.Signal, 0, len(signals.Catalog))
+			for _, n := range signals.Names() {
+				all = append(all, series.Signal(n))
+			}
+			full, err := client.Fetch(ctx, signals.Request{Signals: all, Start: times[0], End: end, Step: 15 * time.Second})
+			require.NoError(t, err)
+			golden := filepath.Join("testdata", "resolution", strings.TrimSuffix(c.file, ".txt")+".txt")
+			got := resolution(full, key)
+			if *updateResolution {
+				require.NoError(t, os.MkdirAll(filepath.Dir(golden), 0o755))
+				require.NoError(t, os.WriteFile(golden, []byte(got), 0o644))
+			}
+			want, err := os.ReadFile(golden)
+			require.NoError(t, err)
+			assert.Equal(t, string(want), got, "what %s resolves to (go test -run %s -update-resolution rewrites it)", c.file, t.Name())
 		})
 	}
 }

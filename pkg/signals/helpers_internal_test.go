@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/seed/vllm-datasource/pkg/vllm"
 )
 
 func TestParseMatchersReturnsPromQLMatchers(t *testing.T) {
@@ -76,41 +74,100 @@ func TestWindowHoldsFourScrapesAndAtLeastOneStep(t *testing.T) {
 	}
 }
 
-func TestBucketOfReturnsTheBucketHoldingAQuantile(t *testing.T) {
-	bounds := vllm.TTFTBuckets // 0.001 ... 0.1, 0.25, 0.5, 0.75, 1, 2.5 ... 640, 2560
+func TestBucketQuantileIsPrometheusesWithTheBucketThatHoldsIt(t *testing.T) {
 	inf := math.Inf(1)
+	// vLLM's TTFT layout around 0.25 s, and the same scrape with the buckets between 0.5 and 5
+	// dropped by relabelling.
+	full := []bucket{{0.1, 0}, {0.25, 50}, {0.5, 90}, {0.75, 97}, {1, 98}, {2.5, 99.5}, {5, 100}, {inf, 100}}
+	thinned := []bucket{{0.1, 0}, {0.25, 50}, {0.5, 90}, {5, 100}, {inf, 100}}
 	for _, c := range []struct {
-		name         string
-		v            float64
-		lower, upper float64
+		name                string
+		q                   float64
+		buckets             []bucket
+		value, lower, upper float64
 	}{
-		{"inside a bucket", 0.3, 0.25, 0.5},
-		{"on a bound: the bucket it closes", 0.5, 0.25, 0.5},
-		{"on a bound computed with rounding error", 0.1 + 0.2 + 0.2, 0.25, 0.5},
-		{"just above a bound", 0.5000001, 0.5, 0.75},
-		{"in the first bucket", 0.0005, 0, 0.001},
-		{"on the first bound", 0.001, 0, 0.001},
-		{"zero", 0, 0, 0.001},
-		{"inside the last finite bucket", 1000, 640, 2560},
-		// histogram_quantile answers the top finite bound when the quantile is in +Inf.
-		{"on the top finite bound", 2560, 640, inf},
-		{"above the top finite bound", 5000, 2560, inf},
+		{"median on a bound closes that bucket", 0.5, full, 0.25, 0.1, 0.25},
+		{"p99 interpolated inside its bucket", 0.99, full, 1 + 1.5*(1.0/1.5), 1, 2.5},
+		{"p99 with thinned buckets: the instance's own wide bucket", 0.99, thinned, 0.5 + 4.5*(9.0/10), 0.5, 5},
+		{"first bucket starts at zero", 0.2, []bucket{{1, 10}, {inf, 10}}, 0.2, 0, 1},
+		{"in the +Inf bucket: the top finite bound, unbounded above", 0.99, []bucket{{1, 50}, {inf, 100}}, 1, 1, inf},
+		{"non-monotonic counts are made monotonic", 0.5, []bucket{{1, 10}, {2, 8}, {4, 20}, {inf, 20}}, 1 + 2*(0.0/10), 0, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			lo, up := bucketOf(c.v, bounds)
-			if lo != c.lower || up != c.upper {
-				t.Errorf("bucketOf(%g) = (%g, %g], want (%g, %g]", c.v, lo, up, c.lower, c.upper)
+			bs := append([]bucket(nil), c.buckets...)
+			v, lo, up := bucketQuantile(c.q, bs)
+			if math.Abs(v-c.value) > 1e-12 || lo != c.lower || up != c.upper {
+				t.Errorf("bucketQuantile(%g) = %g in (%g, %g], want %g in (%g, %g]", c.q, v, lo, up, c.value, c.lower, c.upper)
 			}
 		})
 	}
-	t.Run("NaN has no bucket", func(t *testing.T) {
-		if lo, up := bucketOf(math.NaN(), bounds); !math.IsNaN(lo) || !math.IsNaN(up) {
-			t.Errorf("bucketOf(NaN) = (%g, %g], want NaN bounds", lo, up)
-		}
-	})
-	t.Run("no bounds, no bucket", func(t *testing.T) {
-		if lo, up := bucketOf(0.3, nil); !math.IsNaN(lo) || !math.IsNaN(up) {
-			t.Errorf("bucketOf with no bounds = (%g, %g], want NaN bounds", lo, up)
-		}
-	})
+	for _, c := range []struct {
+		name    string
+		buckets []bucket
+	}{
+		{"no observations", []bucket{{1, 0}, {inf, 0}}},
+		{"no +Inf bucket", []bucket{{1, 5}, {2, 10}}},
+		{"only the +Inf bucket", []bucket{{inf, 10}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if v, lo, up := bucketQuantile(0.5, c.buckets); !math.IsNaN(v) || !math.IsNaN(lo) || !math.IsNaN(up) {
+				t.Errorf("got %g in (%g, %g], want no value", v, lo, up)
+			}
+		})
+	}
+}
+
+func TestSpansCoverTheGridOnceWithinPrometheusesLimit(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name             string
+		end              time.Duration
+		step, window     time.Duration
+		coarseBefore     time.Duration // from t0; 0: none
+		wantCoarsePoints int
+	}{
+		{"short range, one query", 2 * time.Hour, 15 * time.Second, time.Minute, 0, 0},
+		{"past 11,000 points: split", 72 * time.Hour, 15 * time.Second, time.Minute, 0, 0},
+		{"baseline hour at the window's resolution", 3 * time.Hour, 15 * time.Second, time.Minute, time.Hour, 60},
+		{"baseline not on the coarse grid", 3 * time.Hour, 15 * time.Second, time.Minute, time.Hour + 20*time.Second, 61},
+		{"step as long as the window: nothing coarser", 3 * time.Hour, time.Minute, time.Minute, time.Hour, 0},
+		{"coarse part reaching past the end", 30 * time.Minute, 15 * time.Second, time.Minute, time.Hour, 31},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			end := t0.Add(c.end)
+			var cb time.Time
+			if c.coarseBefore > 0 {
+				cb = t0.Add(c.coarseBefore)
+			}
+			spans := spansOf(t0, end, c.step, cb, c.window)
+			covered := map[time.Time]int{}
+			coarse := 0
+			for _, sp := range spans {
+				if n := int(sp.end.Sub(sp.start)/sp.step) + 1; n > maxPoints {
+					t.Fatalf("span of %d points", n)
+				}
+				for at := sp.start; !at.After(sp.end); at = at.Add(sp.step) {
+					if sp.holdSteps > 1 {
+						coarse++
+					}
+					for j := 0; j < sp.holdSteps; j++ {
+						if h := at.Add(time.Duration(j) * c.step); sp.holdSteps == 1 || (h.Before(sp.before) && !h.After(end)) {
+							covered[h]++
+						}
+					}
+				}
+			}
+			for at := t0; !at.After(end); at = at.Add(c.step) {
+				if covered[at] != 1 {
+					t.Fatalf("grid point %s covered %d times", at.Format(time.TimeOnly), covered[at])
+				}
+			}
+			if len(covered) != int(c.end/c.step)+1 {
+				t.Errorf("%d points covered, want %d", len(covered), int(c.end/c.step)+1)
+			}
+			if coarse != c.wantCoarsePoints {
+				t.Errorf("%d coarse points, want %d", coarse, c.wantCoarsePoints)
+			}
+		})
+	}
 }

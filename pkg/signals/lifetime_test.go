@@ -125,3 +125,44 @@ func TestV0PrefixCacheHitRateIsTheWindowsNotTheLifetimes(t *testing.T) {
 		})
 	}
 }
+
+// A vLLM V0 server may export only the gauge vllm:spec_decode_draft_acceptance_rate (a ratio
+// since it started), not the token counters: the acceptance rate still resolves, from the
+// gauge; where the counters exist, the window's counter ratio is used instead.
+func TestV0AcceptanceGaugeIsTheFallbackOfTheAcceptanceRate(t *testing.T) {
+	const minutes = 10
+	start := time.Now().Add(-minutes*time.Minute - 5*time.Minute).Truncate(time.Minute)
+	var text strings.Builder
+	text.WriteString("# TYPE vllm:spec_decode_draft_acceptance_rate gauge\n")
+	gaugeOnly := `instance="gauge.example:8000",job="spec",model_name="m"`
+	both := `instance="counters.example:8000",job="spec",model_name="m"`
+	for i := 0; i <= minutes*4; i++ {
+		ts := start.Add(time.Duration(i) * scrapeEvery).Unix()
+		fmt.Fprintf(&text, "vllm:spec_decode_draft_acceptance_rate{%s} 0.42 %d\n", gaugeOnly, ts)
+		fmt.Fprintf(&text, "vllm:spec_decode_draft_acceptance_rate{%s} 0.9 %d\n", both, ts)
+	}
+	text.WriteString("# TYPE vllm:spec_decode_num_draft_tokens counter\n")
+	for i := 0; i <= minutes*4; i++ {
+		fmt.Fprintf(&text, "vllm:spec_decode_num_draft_tokens_total{%s} %d %d\n", both, 100*i, start.Add(time.Duration(i)*scrapeEvery).Unix())
+	}
+	text.WriteString("# TYPE vllm:spec_decode_num_accepted_tokens counter\n")
+	for i := 0; i <= minutes*4; i++ {
+		fmt.Fprintf(&text, "vllm:spec_decode_num_accepted_tokens_total{%s} %d %d\n", both, 30*i, start.Add(time.Duration(i)*scrapeEvery).Unix())
+	}
+	text.WriteString("# EOF\n")
+	file := filepath.Join(t.TempDir(), "spec.om")
+	require.NoError(t, os.WriteFile(file, []byte(text.String()), 0o644))
+	prom := testbed.Prometheus(t, file)
+	api, err := promapi.NewClient(promapi.Config{Address: prom.URL})
+	require.NoError(t, err)
+	client := signals.NewClient(v1.NewAPI(api), signals.DefaultLabels, scrapeEvery, []string{`job="spec"`})
+	res, err := client.Fetch(context.Background(), signals.Request{Signals: []series.Signal{series.SpecAcceptanceRate},
+		Start: start.Add(2 * time.Minute), End: start.Add(minutes * time.Minute), Step: scrapeEvery})
+	require.NoError(t, err)
+	require.NotContains(t, res.Set.Absent, series.SpecAcceptanceRate)
+	for instance, want := range map[string]float64{"gauge.example:8000": 0.42, "counters.example:8000": 0.3} {
+		s := res.Set.Get(series.Key{Instance: instance, Model: "m"}, series.SpecAcceptanceRate)
+		require.NotNil(t, s, "%s: notices %v", instance, res.Notices)
+		require.InDelta(t, want, s.Values[len(s.Values)-1], 1e-9, instance)
+	}
+}

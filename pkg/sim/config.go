@@ -34,6 +34,8 @@ type Instance struct {
 	Engine  EngineConfig `json:"engine"`
 	Load    Load         `json:"load"`
 	Faults  []Fault      `json:"faults,omitempty"`
+	// Exposition changes what reaches Prometheus (bucket layouts, dropped buckets or families).
+	Exposition Exposition `json:"exposition,omitempty"`
 }
 
 // EngineConfig mirrors the vLLM flags that shape scheduling, plus the cost of a step.
@@ -188,6 +190,7 @@ func (s Scenario) Validate() error {
 		}
 		errs = append(errs, in.Engine.validate(where+": engine")...)
 		errs = append(errs, in.Load.validate(where+": load")...)
+		errs = append(errs, in.Exposition.validate(where+": exposition")...)
 		for j, f := range in.Faults {
 			fw := fmt.Sprintf("%s: fault %d (%s)", where, j, f.Rule)
 			if !knownRules[f.Rule] {

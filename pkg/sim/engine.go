@@ -8,6 +8,7 @@ import "math/rand/v2"
 type request struct {
 	id        uint64
 	arrival   float64
+	fault     string  // the injected fault that slows it (see Span.Fault)
 	deadline  float64 // client gives up then; 0: never
 	prefixID  int     // 0: the prefix is not shared with any other request
 	prefixLen int

@@ -54,6 +54,7 @@ func (w *window) add(o window) {
 // phase is a stretch of the run with one configuration and load.
 type phase struct {
 	at       float64
+	rule     string // the fault's rule while it holds; empty for the instance's own configuration
 	engine   EngineConfig
 	load     Load
 	restart  bool
@@ -108,7 +109,7 @@ func buildPhases(in Instance, duration float64) []phase {
 			ps = append(ps, phase{at: f.From * duration, engine: in.Engine, load: in.Load, restart: true, downtime: f.Downtime})
 			continue
 		}
-		during := phase{at: f.From * duration, engine: in.Engine, load: in.Load, restart: f.Redeploy, downtime: f.Downtime}
+		during := phase{at: f.From * duration, rule: f.Rule, engine: in.Engine, load: in.Load, restart: f.Redeploy, downtime: f.Downtime}
 		if f.Engine != nil {
 			during.engine = *f.Engine
 		}
@@ -124,7 +125,7 @@ func buildPhases(in Instance, duration float64) []phase {
 // start brings up a fresh server process: new engine, new registry, counters at zero.
 func (s *instanceSim) start() {
 	s.eng = newEngine(s.cfg, s.rng, s)
-	s.metrics = newMetricSet(s.scen.generation(), s.in.Model, s.cfg)
+	s.metrics = newMetricSet(s.scen.generation(), s.in.Model, s.cfg, s.in.Exposition)
 	s.publishState()
 }
 
@@ -240,7 +241,14 @@ func (s *instanceSim) events() {
 	}
 	for s.arrival <= s.now {
 		if s.up() {
-			s.eng.waiting = append(s.eng.waiting, s.newRequest(s.arrival))
+			r := s.newRequest(s.arrival)
+			// A request that queues behind one the fault delayed is slowed by the fault too,
+			// even after it ended: the backlog drains only then.
+			r.fault = s.faultAt(s.arrival)
+			if n := len(s.eng.waiting); r.fault == "" && n > 0 {
+				r.fault = s.eng.waiting[n-1].fault
+			}
+			s.eng.waiting = append(s.eng.waiting, r)
 		}
 		s.arrival = s.nextGap(s.arrival)
 	}
@@ -399,11 +407,24 @@ func (s *instanceSim) finished(r *request, now float64, reason string) {
 		Queue: queue, Prefill: prefill, Decode: decode, Inference: prefill + decode,
 		PromptTokens: r.prompt, CompletionTokens: r.output,
 		Temperature: r.temp, TopP: r.topP, MaxTokens: r.maxTokens, FinishReason: reason,
+		Fault: r.fault,
 	}
 	binary.BigEndian.PutUint64(sp.TraceID[:8], splitmix(h2))
 	binary.BigEndian.PutUint64(sp.TraceID[8:], splitmix(h2+1))
 	binary.BigEndian.PutUint64(sp.SpanID[:], splitmix(h2+2))
 	s.onSpan(sp)
+}
+
+// faultAt is the rule of the fault that held at simulated time t, or "" when none did.
+func (s *instanceSim) faultAt(t float64) string {
+	rule := ""
+	for _, p := range s.phases {
+		if p.at > t {
+			break
+		}
+		rule = p.rule
+	}
+	return rule
 }
 
 // at converts simulated seconds to wall time. Times are kept to the microsecond, as OTLP

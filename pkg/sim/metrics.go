@@ -13,7 +13,9 @@ import (
 // generation, with vLLM's names, help texts, labels and buckets from package vllm.
 type metricSet struct {
 	reg *prometheus.Registry
-	v0  bool
+	// scraped is the registry as the instance's scrape job sees it (its Exposition).
+	scraped prometheus.Gatherer
+	v0      bool
 
 	running, waiting, kvUsage           prometheus.Gauge
 	waitingCapacity, waitingDeferred    prometheus.Gauge
@@ -39,8 +41,9 @@ type metricSet struct {
 // print more, all Python values.
 var cacheInfoLabels = []string{"block_size", "cache_dtype", "enable_prefix_caching", "gpu_memory_utilization", "num_gpu_blocks"}
 
-func newMetricSet(gen vllm.Generation, model string, cfg EngineConfig) *metricSet {
+func newMetricSet(gen vllm.Generation, model string, cfg EngineConfig, exp Exposition) *metricSet {
 	m := &metricSet{reg: prometheus.NewRegistry(), v0: gen == vllm.GenerationV0}
+	m.scraped = gatherer{reg: m.reg, exp: exp}
 	// vLLM V0 had no engine label: it came with the V1 engine's data parallelism (0.8.4).
 	constLabels := prometheus.Labels{vllm.LabelModelName: model, vllm.LabelEngine: "0"}
 	if m.v0 {
@@ -67,6 +70,9 @@ func newMetricSet(gen vllm.Generation, model string, cfg EngineConfig) *metricSe
 	}
 	histogram := func(name string, buckets []float64) prometheus.Observer {
 		n, h := describe(name)
+		if own, ok := exp.Buckets[name]; ok {
+			buckets = own
+		}
 		if buckets == nil {
 			d, _ := vllm.Lookup(name)
 			buckets = d.Buckets

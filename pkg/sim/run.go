@@ -33,6 +33,10 @@ type Span struct {
 	TopP             float64
 	MaxTokens        int
 	FinishReason     string
+	// Fault is the rule of the fault injected on the instance when the request arrived, or of
+	// the fault that delayed the request it queued behind (a backlog outlives its fault);
+	// empty otherwise. Ground truth for the requests a fault made slow; never exported.
+	Fault string
 }
 
 // Finding is one ground-truth fact: the diagnosis should report Rule on Instance from Start
@@ -115,7 +119,7 @@ func Run(sc Scenario, start time.Time, duration, scrape time.Duration, opts ...O
 			next := 0.0
 			onScrape := func(t float64) {
 				if s.up() {
-					st.scrape(s.metrics.reg, start.Add(time.Duration(t*1e3)*time.Millisecond))
+					st.scrape(s.metrics.scraped, start.Add(time.Duration(t*1e3)*time.Millisecond))
 				}
 			}
 			s.advance(dur, &next, onScrape)

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/seed/vllm-datasource/pkg/vllm"
 )
 
 // Models served by the scenarios' instances.
@@ -80,6 +82,37 @@ func redeployed(sc Scenario) Scenario {
 	}
 	return sc
 }
+
+// Bucket layouts of the bucket_layouts scenario: vLLM's TTFT buckets without 0.25 to 1 s, as a
+// metric_relabel_configs drop leaves them, and the layout vLLM used before April 2025 (up to 10 s).
+var (
+	ThinnedTTFTBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 2.5, 5.0, 7.5, 10, 20, 40, 80, 160, 640, 2560}
+	OldTTFTBuckets     = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10}
+)
+
+// bucketLayouts is four instances whose TTFT histograms differ, side by side in one Prometheus:
+// a healthy one whose scrape job keeps only some buckets, so that its p99 falls in the wide
+// (0.1, 2.5] bucket and interpolates far above twice its p50 without the bounds making that
+// certain; the prefill_blocking scenario's faulty instance with vLLM's buckets; a healthy one
+// and a blocking one with vLLM's older layout.
+func bucketLayouts() Scenario {
+	blocking := catalogue[RulePrefillBlocking]().Instances[1]
+	healthy := fleet()
+	thinned := healthy[0]
+	thinned.Exposition.KeepBuckets = map[string][]float64{vllm.TimeToFirstToken: ThinnedTTFTBuckets}
+	old := healthy[2]
+	old.Exposition.Buckets = map[string][]float64{vllm.TimeToFirstToken: OldTTFTBuckets}
+	oldBlocking := blocking
+	oldBlocking.Address = "127.0.0.1:8003"
+	oldBlocking.Exposition.Buckets = map[string][]float64{vllm.TimeToFirstToken: OldTTFTBuckets}
+	return Scenario{Name: "bucket_layouts", Seed: 42, Instances: []Instance{thinned, blocking, old, oldBlocking},
+		Description: "four TTFT bucket layouts in one Prometheus: a healthy instance whose scrape keeps only some le buckets " +
+			"(its interpolated p99/p50 far above 2, not certain from its own bounds), the prefill_blocking fault with vLLM's buckets, " +
+			"and a healthy and a blocking instance with the pre-2025 layout"}
+}
+
+// bucket_layouts builds on the catalogue's prefill_blocking scenario, so it joins it after.
+func init() { catalogue["bucket_layouts"] = bucketLayouts }
 
 var catalogue = map[string]func() Scenario{
 	"healthy": func() Scenario {

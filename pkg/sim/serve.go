@@ -77,7 +77,7 @@ func (l *live) handler(i int) http.Handler {
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
 		l.mu.Lock()
 		s := l.sims[i]
-		up, reg := s.up(), s.metrics.reg
+		up, reg := s.up(), s.metrics.scraped
 		l.mu.Unlock()
 		if !up {
 			http.Error(w, "restarting", http.StatusServiceUnavailable)

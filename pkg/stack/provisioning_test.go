@@ -45,6 +45,28 @@ type provisionedSource struct {
 	Editable        bool              `yaml:"editable"`
 	JSONData        map[string]any    `yaml:"jsonData"`
 	SecureJSONData  map[string]string `yaml:"secureJsonData"`
+	Correlations    []correlation     `yaml:"correlations"`
+}
+
+// correlation mirrors Grafana's provisioned correlation (its CreateCorrelationCommand): the
+// source is the data source it is provisioned under.
+type correlation struct {
+	TargetUID   string `yaml:"targetUID"`
+	Label       string `yaml:"label"`
+	Description string `yaml:"description"`
+	Type        string `yaml:"type"`
+	Config      struct {
+		// Type is the config's former place of the correlation type, which Grafana still reads.
+		Type            string         `yaml:"type"`
+		Field           string         `yaml:"field"`
+		Target          map[string]any `yaml:"target"`
+		Transformations []struct {
+			Type       string `yaml:"type"`
+			Field      string `yaml:"field"`
+			Expression string `yaml:"expression"`
+			MapValue   string `yaml:"mapValue"`
+		} `yaml:"transformations"`
+	} `yaml:"config"`
 }
 
 // dashboardProviders mirrors Grafana's dashboard provider provisioning file.
@@ -283,6 +305,42 @@ func TestDashboardProviderLoadsTheDashboardsFolder(t *testing.T) {
 	for _, p := range f.Providers {
 		if p.Type != "file" || p.Options.Path == "" {
 			t.Errorf("provider %q: type %q, path %q; want a file provider with a path", p.Name, p.Type, p.Options.Path)
+		}
+	}
+}
+
+// TestTraceSourcesCorrelateToTheExplanation: each provisioned Jaeger and Tempo data source
+// carries a correlation from its trace id to the vLLM data source its links already use, whose
+// query the plugin reads as an explain query once Grafana fills in the trace id.
+func TestTraceSourcesCorrelateToTheExplanation(t *testing.T) {
+	all := loadDatasources(t)
+	uids := map[string]bool{}
+	for _, ds := range byType(all, "seed-vllm-datasource") {
+		uids[ds.UID] = true
+	}
+	for _, typ := range []string{"jaeger", "tempo"} {
+		for _, ds := range byType(all, typ) {
+			t.Run(ds.Name, func(t *testing.T) {
+				if len(ds.Correlations) != 1 {
+					t.Fatalf("%d correlations, want one to the explanation", len(ds.Correlations))
+				}
+				c := ds.Correlations[0]
+				link, _ := ds.JSONData["tracesToMetrics"].(map[string]any)
+				if !uids[c.TargetUID] || c.TargetUID != link["datasourceUid"] {
+					t.Errorf("target %q: want the vLLM data source of its trace-to-metrics link (%v)", c.TargetUID, link["datasourceUid"])
+				}
+				if c.Type != "query" || c.Config.Type != "query" || c.Config.Field != "traceID" || c.Label == "" {
+					t.Errorf("correlation %+v: want a labelled query correlation on the field traceID", c)
+				}
+				expr, _ := c.Config.Target["expr"].(string)
+				// Grafana expands $$ to $ in provisioned values, then fills ${traceID} per row.
+				expr = strings.ReplaceAll(strings.ReplaceAll(expr, "$$", "$"), "${traceID}", "4bf92f3577b34da6a3ce929d0e0e4736")
+				raw, _ := json.Marshal(map[string]string{"expr": expr, "refId": "A"})
+				q, err := plugin.ParseQuery(raw, "")
+				if err != nil || q.QueryType != plugin.QueryTypeExplain || q.TraceID != "4bf92f3577b34da6a3ce929d0e0e4736" {
+					t.Errorf("target query %q reads as %+v, %v; want explain of the trace id", expr, q, err)
+				}
+			})
 		}
 	}
 }

@@ -19,6 +19,13 @@ type PromServer struct {
 // exactly what the files say. Retention is long enough to keep old backfilled blocks.
 func Prometheus(t testing.TB, openMetricsFiles ...string) *PromServer {
 	t.Helper()
+	return PrometheusLogging(t, "", openMetricsFiles...)
+}
+
+// PrometheusLogging is Prometheus with its query log (query_log_file) written to queryLog, one
+// JSON line per query it evaluates; empty: none.
+func PrometheusLogging(t testing.TB, queryLog string, openMetricsFiles ...string) *PromServer {
+	t.Helper()
 	prom := binary(t, "VLLM_DIAG_PROMETHEUS", "prometheus-"+PrometheusVersion, "prometheus")
 	promtool := PromtoolPath(t)
 	dir := t.TempDir()
@@ -27,7 +34,11 @@ func Prometheus(t testing.TB, openMetricsFiles ...string) *PromServer {
 		run(t, promtool, "tsdb", "create-blocks-from", "openmetrics", f, data)
 	}
 	cfg := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(cfg, []byte("global:\n  scrape_interval: 15s\n"), 0o644); err != nil {
+	config := "global:\n  scrape_interval: 15s\n"
+	if queryLog != "" {
+		config += fmt.Sprintf("  query_log_file: %q\n", queryLog)
+	}
+	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	port := freePort(t)

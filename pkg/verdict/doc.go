@@ -34,8 +34,9 @@
 //   - a mean is "down" when it fell by at least 10%;
 //   - prefix caching: hit rate above 0.5; speculative decoding: acceptance above 0.7,
 //     counterproductive below 0.6; FP8 KV cache: KV usage per running request at most 0.65 of
-//     the baseline's ("about halved") and, when both windows state it, at least 1.5 times the
-//     KV blocks; concurrency: mean running at least 0.8 of its observed ceiling and mean
+//     the baseline's ("about halved") at the same concurrency (mean running within the load
+//     tolerance, else "not comparable") and, when both windows state it, at least 1.5 times the
+//     KV blocks, the pool shown in tokens (num_gpu_blocks × block_size); concurrency: mean running at least 0.8 of its observed ceiling and mean
 //     waiting under 10% of mean running.
 //
 // # Which optimisation is in use

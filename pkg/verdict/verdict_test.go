@@ -217,7 +217,22 @@ func TestFP8KVCacheVerdicts(t *testing.T) {
 			base: func(l *load) { l.kv = 0.6 }, cur: func(l *load) { l.kv = 0.3 }, want: Worked},
 		{name: "too few requests: not enough data", base: fp16, cur: func(l *load) { kv("fp8", 8000, 0.3)(l); fewer(l) }, want: NotEnoughData},
 		{name: "traffic rose by half: not comparable", base: fp16, cur: func(l *load) { kv("fp8", 8000, 0.3)(l); busier(l) }, want: NotComparable},
+		// 12 → 24 running: KV per request 0.6/12 = 0.05 → 0.6/24 = 0.025 looks halved, but at
+		// another concurrency.
+		{name: "twice the concurrency: not comparable", base: fp16, cur: func(l *load) { kv("fp8", 8000, 0.6)(l); l.running = []float64{24} },
+			want: NotComparable, reason: "same concurrency"},
 	})
+}
+
+func TestFP8VerdictStatesThePoolInTokens(t *testing.T) {
+	base, cur := healthy(), healthy()
+	base.cfg, base.kv = cfg(true, "auto", 4000), 0.6
+	cur.cfg, cur.kv = cfg(true, "fp8", 8000), 0.3
+	r := verdictOf(t, FP8KVCache, nil, base, cur)
+	// 4000 × 16 = 64000 and 8000 × 16 = 128000 tokens.
+	if r.Outcome != Worked || !strings.Contains(r.Change, "KV pool 64000 → 128000 tokens") {
+		t.Fatalf("%s: change %q", r.Outcome, r.Change)
+	}
 }
 
 func TestConcurrencyVerdicts(t *testing.T) {

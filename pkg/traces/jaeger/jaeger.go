@@ -1,4 +1,5 @@
-// Package jaeger is the traces.Source of Jaeger v2, over its HTTP API v3.
+// Package jaeger is the traces.Source of Jaeger v2, over its HTTP APIs (v3 for traces by id,
+// the query service's /api/traces for searches).
 package jaeger
 
 import (
@@ -8,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -16,17 +18,27 @@ import (
 
 	"github.com/seed/vllm-datasource/pkg/traces"
 	"github.com/seed/vllm-datasource/pkg/traces/internal/httpbackend"
+	"github.com/seed/vllm-datasource/pkg/vllm"
+	"golang.org/x/sync/errgroup"
 )
 
-// Source reads vLLM requests from Jaeger v2 through its API v3 (OTLP JSON).
+// Source reads vLLM requests from Jaeger v2: traces by id through its API v3 (OTLP JSON),
+// searches through the query service's /api/traces.
 //
-// The API v3 over HTTP ignores attribute filters, so TTFT, instance and model are filtered
-// here. The span duration (arrival to finish, the request's e2e) is never below its TTFT, so
-// a minimum TTFT is also sent as a minimum duration, which only drops spans that would be
-// filtered out anyway.
+// Searches do not use the API v3: over HTTP it ignores attribute filters (Jaeger 1.76's
+// gateway builds the query with an empty attribute map), so an instance's requests could only
+// be picked out of the first Limit traces of the whole fleet. /api/traces takes `tags`, an
+// exact match on span or resource attributes (process tags), which Jaeger applies before its
+// limit. Tags cannot say "one of", so a query for several instances is one search per
+// instance, maxParallel at a time. The span duration (arrival to finish, the request's e2e) is
+// never below its TTFT, so a minimum TTFT is sent as minDuration, which only drops spans that
+// would be filtered out anyway.
 type Source struct {
 	b httpbackend.Backend
 }
+
+// maxParallel bounds the searches of one query in flight at once.
+const maxParallel = 4
 
 // New returns a Jaeger source whose query service (port 16686 by default) is at baseURL,
 // sending its requests through client, which carries auth and timeouts.
@@ -44,38 +56,119 @@ func (j *Source) Search(ctx context.Context, q traces.Query) ([]traces.Request, 
 	if err != nil {
 		return nil, traces.SearchInfo{}, err
 	}
-	params := url.Values{
-		"query.service_name":   {q.Service},
-		"query.operation_name": {q.SpanName},
-		"query.start_time_min": {q.From.UTC().Format(time.RFC3339Nano)},
-		"query.start_time_max": {q.To.UTC().Format(time.RFC3339Nano)},
-		"query.num_traces":     {strconv.Itoa(q.Limit)},
+	instances := q.Instances
+	if len(instances) == 0 {
+		instances = []string{""}
 	}
-	if d := time.Duration(q.MinTTFT*float64(time.Second)) - time.Millisecond; d > 0 {
-		params.Set("query.duration_min", d.String())
+	reqs := make([][]traces.Request, len(instances))
+	infos := make([]traces.SearchInfo, len(instances))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(maxParallel)
+	for i, inst := range instances {
+		g.Go(func() error {
+			var err error
+			reqs[i], infos[i], err = j.searchOne(gctx, q, inst)
+			return err
+		})
 	}
-	info := traces.SearchInfo{Query: params.Encode()}
-	status, body, err := j.b.Get(ctx, "/api/v3/traces", params)
+	err = g.Wait()
+	var (
+		info    traces.SearchInfo
+		all     []traces.Request
+		queries []string
+	)
+	for i := range infos {
+		if infos[i].Query != "" {
+			queries = append(queries, infos[i].Query)
+		}
+		info.Traces += infos[i].Traces
+		info.SpansSkipped += infos[i].SpansSkipped
+		info.Truncated = info.Truncated || infos[i].Truncated
+		all = append(all, reqs[i]...)
+	}
+	info.Query = strings.Join(queries, "\n")
 	if err != nil {
 		return nil, info, err
 	}
-	if status == http.StatusNotFound && isJaegerAPIError(body) {
-		// Jaeger answers an empty search with 404 "No traces found".
-		return nil, info, nil
+	return q.Finish(all, &info), info, nil
+}
+
+// searchOne is one /api/traces search, for one instance when inst is set.
+func (j *Source) searchOne(ctx context.Context, q traces.Query, inst string) ([]traces.Request, traces.SearchInfo, error) {
+	params := url.Values{
+		"service":   {q.Service},
+		"operation": {q.SpanName},
+		"start":     {strconv.FormatInt(q.From.UnixMicro(), 10)},
+		"end":       {strconv.FormatInt(q.To.UnixMicro(), 10)},
+		"limit":     {strconv.Itoa(q.Limit)},
+	}
+	if inst != "" {
+		tags, err := json.Marshal(map[string]string{j.b.Opts.InstanceAttribute: inst})
+		if err != nil {
+			return nil, traces.SearchInfo{}, err
+		}
+		params.Set("tags", string(tags))
+	}
+	reqs, info, err := j.get(ctx, q, params)
+	host, port, fallback := hostPort(inst)
+	if err != nil || info.Traces > 0 || !fallback {
+		return reqs, info, err
+	}
+	// Spans without the instance attribute are matched by host.name and port (the instance
+	// a Request reads from them): one more search, only when the first found nothing.
+	for _, key := range traces.PortAttributes {
+		tags, err := json.Marshal(map[string]string{vllm.ResourceHostName: host, key: port})
+		if err != nil {
+			return nil, info, err
+		}
+		params.Set("tags", string(tags))
+		more, moreInfo, err := j.get(ctx, q, params)
+		moreInfo.Query = info.Query + "\n" + moreInfo.Query
+		if err != nil || moreInfo.Traces > 0 {
+			return more, moreInfo, err
+		}
+		info = moreInfo
+	}
+	return nil, info, nil
+}
+
+// hostPort splits an instance into the host.name and port its spans may carry instead of
+// the instance attribute.
+func hostPort(inst string) (host, port string, ok bool) {
+	h, p, err := net.SplitHostPort(inst)
+	return h, p, err == nil && h != "" && p != ""
+}
+
+// get sends one /api/traces search.
+func (j *Source) get(ctx context.Context, q traces.Query, params url.Values) ([]traces.Request, traces.SearchInfo, error) {
+	if d := time.Duration(q.MinTTFT*float64(time.Second)) - time.Millisecond; d > 0 {
+		params.Set("minDuration", d.String())
+	}
+	info := traces.SearchInfo{Query: params.Encode()}
+	status, body, err := j.b.Get(ctx, "/api/traces", params)
+	if err != nil {
+		return nil, info, err
 	}
 	if status != http.StatusOK {
-		return nil, info, j.b.StatusError(status, jaegerMessage(body))
+		return nil, info, j.b.StatusError(status, v1Message(body))
 	}
 	opts := j.b.Opts
 	opts.ServiceName, opts.SpanName = q.Service, q.SpanName
-	reqs, st, err := j.decode(body, opts)
+	reqs, err := j.decodeV1(body, opts, &info)
 	if err != nil {
 		return nil, info, err
 	}
-	info.Traces = st.Traces()
-	info.SpansSkipped = st.SpansSkipped
-	info.Truncated = st.Traces() >= q.Limit
-	return q.Finish(reqs, &info), info, nil
+	info.Truncated = info.Traces >= q.Limit
+	return reqs, info, nil
+}
+
+// v1Message is the message of a /api/traces error answer, or the body.
+func v1Message(body []byte) string {
+	var a v1Answer
+	if json.Unmarshal(body, &a) == nil && len(a.Errors) > 0 {
+		return a.Errors[0].Msg
+	}
+	return strings.TrimSpace(string(body))
 }
 
 // Get implements traces.Source.

@@ -226,6 +226,23 @@ func TestRealJaeger(t *testing.T) {
 			t.Errorf("got %v, %v; want only cmpl-b", got, err)
 		}
 	})
+	t.Run("instance filter on the resource attribute service.instance.id", func(t *testing.T) {
+		q := q
+		q.Instances = []string{"10.0.0.1:8000"}
+		q.Limit = 1
+		got, info, err := src.Search(ctx, q)
+		if err != nil || len(got) != 1 || got[0].RequestID != "chatcmpl-a" {
+			t.Errorf("got %v, %v; want only chatcmpl-a (sent %s)", got, err, info.Query)
+		}
+	})
+	t.Run("several instances", func(t *testing.T) {
+		q := q
+		q.Instances = []string{"10.0.0.1:8000", "gpu2:8001", "nowhere:1"}
+		got, _, err := src.Search(ctx, q)
+		if err != nil || len(got) != 2 {
+			t.Errorf("got %v, %v; want chatcmpl-a and cmpl-b", got, err)
+		}
+	})
 	t.Run("another service's trace is not a vLLM request", func(t *testing.T) {
 		_, err := src.Get(ctx, specs[4].want.TraceID)
 		if !errors.Is(err, traces.ErrNotVLLM) {

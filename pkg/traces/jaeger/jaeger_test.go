@@ -3,6 +3,7 @@ package jaeger
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -20,7 +21,7 @@ func jaegerQuery() traces.Query {
 }
 
 func TestJaegerSearchReturnsEveryRequestAsSent(t *testing.T) {
-	j, _ := tracetest.Start(t, map[string]tracetest.Route{"/api/v3/traces": {Status: 200, File: "jaeger_api_v3_traces_search.json"}}, traces.Options{}, New)
+	j, _ := tracetest.Start(t, map[string]tracetest.Route{"/api/traces": {Status: 200, File: "jaeger_api_traces_search.json"}}, traces.Options{}, New)
 	reqs, info, err := j.Search(context.Background(), jaegerQuery())
 	if err != nil {
 		t.Fatal(err)
@@ -36,29 +37,81 @@ func TestJaegerSearchReturnsEveryRequestAsSent(t *testing.T) {
 	}
 }
 
-func TestJaegerSearchSendsTheAPIv3Parameters(t *testing.T) {
-	j, rp := tracetest.Start(t, map[string]tracetest.Route{"/api/v3/traces": {Status: 404, File: "jaeger_api_v3_traces_search_error_404_no_traces.json"}}, traces.Options{}, New)
+func TestJaegerSearchSendsTheFiltersToJaeger(t *testing.T) {
+	tests := []struct {
+		name      string
+		instances []string
+		want      []map[string]string
+	}{
+		{"no instance", nil, []map[string]string{{"tags": ""}}},
+		{"one instance, as an exact tag", []string{`10.0.0.1:8000`}, []map[string]string{{"tags": `{"service.instance.id":"10.0.0.1:8000"}`}}},
+		{"an instance that needs JSON quoting", []string{`a"b\c`}, []map[string]string{{"tags": `{"service.instance.id":"a\"b\\c"}`}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j, rp := tracetest.Start(t, map[string]tracetest.Route{"/api/traces": {Status: 200, File: "jaeger_api_traces_search_tags.json"}}, traces.Options{}, New)
+			q := jaegerQuery()
+			q.Service, q.SpanName, q.Limit, q.MinTTFT, q.Instances = "vllm-server", "llm_request", 20, 1.5, tt.instances
+			if _, _, err := j.Search(context.Background(), q); err != nil {
+				t.Fatal(err)
+			}
+			got := rp.Requests()[0].URL.Query()
+			want := map[string]string{
+				"service": "vllm-server", "operation": "llm_request",
+				"start": "1795941000000000", "end": "1795942800000000",
+				"limit": "20", "minDuration": "1.499s",
+			}
+			for k, v := range tt.want[0] {
+				want[k] = v
+			}
+			for k, v := range want {
+				if got.Get(k) != v {
+					t.Errorf("%s = %q, want %q", k, got.Get(k), v)
+				}
+			}
+		})
+	}
+}
+
+func TestJaegerSearchHostNameFallback(t *testing.T) {
+	// The first search (service.instance.id) finds nothing: the host.name and port ones follow.
+	j, rp := tracetest.Start(t, map[string]tracetest.Route{"/api/traces": {Status: 200, File: "jaeger_api_traces_search_unknown_service.json"}}, traces.Options{}, New)
 	q := jaegerQuery()
-	q.Service, q.SpanName, q.Limit, q.MinTTFT = "vllm-server", "llm_request", 20, 1.5
+	q.Instances = []string{"gpu2:8001"}
 	if _, _, err := j.Search(context.Background(), q); err != nil {
 		t.Fatal(err)
 	}
-	got := rp.Requests()[0].URL.Query()
-	want := map[string]string{
-		"query.service_name": "vllm-server", "query.operation_name": "llm_request",
-		"query.start_time_min": "2026-11-29T08:30:00Z", "query.start_time_max": "2026-11-29T09:00:00Z",
-		"query.num_traces": "20", "query.duration_min": "1.499s",
+	var tags []string
+	for _, r := range rp.Requests() {
+		tags = append(tags, r.URL.Query().Get("tags"))
 	}
-	for k, v := range want {
-		if got.Get(k) != v {
-			t.Errorf("%s = %q, want %q", k, got.Get(k), v)
+	want := []string{`{"service.instance.id":"gpu2:8001"}`, `{"host.name":"gpu2","server.port":"8001"}`, `{"host.name":"gpu2","net.host.port":"8001"}`}
+	if strings.Join(tags, " ") != strings.Join(want, " ") {
+		t.Errorf("tags sent %q, want %q", tags, want)
+	}
+}
+
+func TestJaegerSearchSeveralInstancesIsOneSearchEach(t *testing.T) {
+	j, rp := tracetest.Start(t, map[string]tracetest.Route{"/api/traces": {Status: 200, File: "jaeger_api_traces_search_tags.json"}}, traces.Options{}, New)
+	q := jaegerQuery()
+	q.Instances = []string{"vllm-00:8000", "vllm-01:8000", "vllm-02:8000"}
+	if _, _, err := j.Search(context.Background(), q); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, r := range rp.Requests() {
+		seen[r.URL.Query().Get("tags")] = true
+	}
+	for _, in := range q.Instances {
+		if !seen[`{"service.instance.id":"`+in+`"}`] {
+			t.Errorf("no search for %s among %v", in, seen)
 		}
 	}
 }
 
-func TestJaegerSearchFiltersTTFTLocally(t *testing.T) {
-	// Jaeger's HTTP API ignores attribute filters: the TTFT minimum is applied here.
-	j, _ := tracetest.Start(t, map[string]tracetest.Route{"/api/v3/traces": {Status: 200, File: "jaeger_api_v3_traces_search.json"}}, traces.Options{}, New)
+func TestJaegerSearchKeepsTTFTAtLeastTheMinimum(t *testing.T) {
+	// Jaeger filters on the span's duration (e2e, never below TTFT); TTFT is checked here.
+	j, _ := tracetest.Start(t, map[string]tracetest.Route{"/api/traces": {Status: 200, File: "jaeger_api_traces_search_minduration.json"}}, traces.Options{}, New)
 	q := jaegerQuery()
 	q.MinTTFT = 1.0
 	reqs, _, err := j.Search(context.Background(), q)
@@ -76,7 +129,7 @@ func TestJaegerSearchFiltersTTFTLocally(t *testing.T) {
 }
 
 func TestJaegerSearchNoTracesIsEmpty(t *testing.T) {
-	j, _ := tracetest.Start(t, map[string]tracetest.Route{"/api/v3/traces": {Status: 404, File: "jaeger_api_v3_traces_search_error_404_no_traces.json"}}, traces.Options{}, New)
+	j, _ := tracetest.Start(t, map[string]tracetest.Route{"/api/traces": {Status: 200, File: "jaeger_api_traces_search_unknown_service.json"}}, traces.Options{}, New)
 	reqs, _, err := j.Search(context.Background(), jaegerQuery())
 	if err != nil || len(reqs) != 0 {
 		t.Errorf("got %v, %v; want no request and no error", reqs, err)
@@ -84,10 +137,10 @@ func TestJaegerSearchNoTracesIsEmpty(t *testing.T) {
 }
 
 func TestJaegerSearchRejectionIsDownstream(t *testing.T) {
-	j, _ := tracetest.Start(t, map[string]tracetest.Route{"/api/v3/traces": {Status: 400, File: "jaeger_api_v3_traces_search_error_400_missing_times.json"}}, traces.Options{}, New)
+	j, _ := tracetest.Start(t, map[string]tracetest.Route{"/api/traces": {Status: 400, File: "jaeger_api_traces_error_missing_service.json"}}, traces.Options{}, New)
 	_, _, err := j.Search(context.Background(), jaegerQuery())
 	var d *traces.DownstreamError
-	if !errors.As(err, &d) || d.Status != http.StatusBadRequest || !strings.Contains(err.Error(), "query.start_time_min and query.start_time_max are required") {
+	if !errors.As(err, &d) || d.Status != http.StatusBadRequest || !strings.Contains(err.Error(), "parameter 'service' is required") {
 		t.Errorf("err = %v; want a downstream 400 quoting Jaeger", err)
 	}
 }
@@ -134,7 +187,7 @@ func TestJaegerGetErrors(t *testing.T) {
 }
 
 func TestJaegerCheckSaysWhenNoVLLMSpans(t *testing.T) {
-	j, _ := tracetest.Start(t, map[string]tracetest.Route{"/api/v3/traces": {Status: 404, File: "jaeger_api_v3_traces_search_error_404_no_traces.json"}}, traces.Options{}, New)
+	j, _ := tracetest.Start(t, map[string]tracetest.Route{"/api/traces": {Status: 200, File: "jaeger_api_traces_search_unknown_service.json"}}, traces.Options{}, New)
 	h, err := j.Check(context.Background())
 	if err != nil || h.VLLMSpans || !strings.Contains(h.Message, "OTEL_SERVICE_NAME=vllm") {
 		t.Errorf("Check = %+v, %v", h, err)
@@ -174,7 +227,7 @@ func TestHugeTraceIsBounded(t *testing.T) {
 
 func TestSearchCountsSpansPastTheBound(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = w.Write([]byte(`{"result":` + tracetest.HugeTrace(1500, true) + `}`))
+		_, _ = w.Write([]byte(hugeV1Trace(1500)))
 	}))
 	defer srv.Close()
 	j, err := New(srv.Client(), srv.URL, traces.Options{MaxSpansPerTrace: 1000})
@@ -183,7 +236,25 @@ func TestSearchCountsSpansPastTheBound(t *testing.T) {
 	}
 	q := traces.Query{From: time.Unix(0, 1795941725619000000-1), To: time.Unix(0, 1795941725619000000+1)}
 	reqs, info, err := j.Search(context.Background(), q)
-	if err != nil || len(reqs) != 1 || info.SpansSkipped != 501 {
-		t.Errorf("got %d requests, %d spans skipped, %v; want 1 and 501", len(reqs), info.SpansSkipped, err)
+	if err != nil || len(reqs) != 1 || info.SpansSkipped != 500 {
+		t.Errorf("got %d requests, %d spans skipped, %v; want 1 and 500", len(reqs), info.SpansSkipped, err)
 	}
+}
+
+// hugeV1Trace is a /api/traces answer of one trace of n spans, the vLLM span first.
+func hugeV1Trace(n int) string {
+	var b strings.Builder
+	b.WriteString(`{"data":[{"traceID":"35cda8f3cda64ae250a46b22235d5719","processes":{"p1":{"serviceName":"vllm","tags":[]}},"spans":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		name := "child"
+		if i == 0 {
+			name = "llm_request"
+		}
+		fmt.Fprintf(&b, `{"traceID":"35cda8f3cda64ae250a46b22235d5719","spanID":"%016x","operationName":%q,"startTime":1795941725619000,"duration":1000,"processID":"p1","tags":[]}`, i+1, name)
+	}
+	b.WriteString(`]}]}`)
+	return b.String()
 }

@@ -21,7 +21,8 @@ import (
 
 // Source reads vLLM requests from Grafana Tempo.
 //
-// Search sends one TraceQL query whose select() asks for every vLLM attribute, so the search
+// Search sends one TraceQL query, with the instance and TTFT filters as its conditions so that
+// Tempo applies them before its limit, and whose select() asks for every vLLM attribute, so the search
 // answer itself carries whole requests: one request per search instead of one per trace
 // found, and no trace bodies (whose size a gateway's spans can inflate) to read. The hint
 // with(most_recent=true) makes the limit keep the newest traces, not the first found.
@@ -134,10 +135,36 @@ func (t *Source) traceQL(q traces.Query) string {
 		"resource.service.name = " + strconv.Quote(q.Service),
 		"name = " + strconv.Quote(q.SpanName),
 	}
+	if c := t.instanceCondition(q.Instances); c != "" {
+		conds = append(conds, c)
+	}
 	if q.MinTTFT > 0 {
 		conds = append(conds, "span."+vllm.AttrTTFT+" >= "+traceQLFloat(q.MinTTFT))
 	}
 	return "{ " + strings.Join(conds, " && ") + " } | select(" + strings.Join(t.selected(), ", ") + ") with(most_recent=true)"
+}
+
+// instanceCondition selects the spans of the instances: `=` for one, `=~` over the quoted
+// values for several (Tempo anchors regular expressions). service.instance.id and host.name
+// are resource attributes by the semantic conventions, so they are looked up there; any other
+// instance attribute is unscoped, which matches it on the span or its resource.
+func (t *Source) instanceCondition(instances []string) string {
+	if len(instances) == 0 {
+		return ""
+	}
+	attr := t.b.Opts.InstanceAttribute
+	ref := "." + traceQLAttr(attr)
+	if attr == vllm.ResourceInstanceID || attr == vllm.ResourceHostName {
+		ref = "resource" + ref
+	}
+	if len(instances) == 1 {
+		return ref + " = " + strconv.Quote(instances[0])
+	}
+	alts := make([]string, len(instances))
+	for i, in := range instances {
+		alts[i] = regexp.QuoteMeta(in)
+	}
+	return ref + " =~ " + strconv.Quote(strings.Join(alts, "|"))
 }
 
 // selected lists the attributes a search asks Tempo to return with each span.

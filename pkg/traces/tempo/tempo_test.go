@@ -111,6 +111,15 @@ func TestTempoSearchSendsTypedEscapedTraceQL(t *testing.T) {
 		{"configured attributes selected", traces.Query{}, traces.Options{InstanceAttribute: "k8s.pod.name", ModelAttribute: "my model"},
 			[]string{"span.k8s.pod.name", "resource.k8s.pod.name", `span."my model"`}, nil},
 		{"newest traces first", traces.Query{}, traces.Options{}, []string{"| select(", ") with(most_recent=true)"}, nil},
+		{"one instance, exact, on the resource", traces.Query{Instances: []string{"vllm-07:8000"}, MinTTFT: 2}, traces.Options{},
+			[]string{`&& resource.service.instance.id = "vllm-07:8000" &&`, "time_to_first_token >= 2.0 }"}, []string{"=~"}},
+		{"several instances as an anchored, escaped regular expression", traces.Query{Instances: []string{"10.0.0.1:8000", `a"b`}}, traces.Options{},
+			[]string{`resource.service.instance.id =~ "10\\.0\\.0\\.1:8000|a\"b"`}, nil},
+		{"an instance value with quotes and backslashes", traces.Query{Instances: []string{`x"y\z`}}, traces.Options{},
+			[]string{`resource.service.instance.id = "x\"y\\z"`}, nil},
+		{"another instance attribute, unscoped (span or resource)", traces.Query{Instances: []string{"pod-1"}}, traces.Options{InstanceAttribute: "k8s.pod.name"},
+			[]string{`&& .k8s.pod.name = "pod-1"`}, nil},
+		{"no instance condition without instances", traces.Query{}, traces.Options{}, nil, []string{"resource.service.instance.id ="}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,265 @@
+package diagnosis
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/seed/vllm-datasource/pkg/series"
+)
+
+// checkRec compares a recommendation with the expected value (NaN: none), and checks that the
+// texts name what they must.
+func checkRec(t *testing.T, got Recommendation, want float64, contains ...string) {
+	t.Helper()
+	switch {
+	case math.IsNaN(want):
+		if got.Known() || got.Missing == "" {
+			t.Errorf("got %q, want no value and a reason", got)
+		}
+	case !got.Known() || math.Abs(got.Value-want) > 1e-9:
+		t.Errorf("value %v (%q), want %v", got.Value, got, want)
+	}
+	for _, c := range contains {
+		if !strings.Contains(got.String(), c) {
+			t.Errorf("%q lacks %q", got, c)
+		}
+	}
+}
+
+func TestKVFit(t *testing.T) {
+	nan := math.NaN()
+	tests := []struct {
+		name     string
+		in       KVInput
+		want     float64
+		contains []string
+	}{
+		// pool 4000 × 16 = 64000 tokens; 0.5 / 24 = 0.02083 of it (1333 tokens) per request;
+		// 0.9 / 0.02083 = 43.2 → 43; fp8: 0.9 × 2 / 0.02083 = 86.4 → 86.
+		{"from KV usage per running request", KVInput{Blocks: 4000, BlockSize: 16, CacheDType: "auto", Usage: 0.5, Running: 24, PromptMean: 1000, OutputMean: 600},
+			43, []string{"--max-num-seqs 43", "(1333 tokens)", "prompt 1000 + output 600 / 2 = 1300", "--kv-cache-dtype fp8", "128000 tokens, fitting 86"}},
+		// No running requests: prompt 1000 + output 600 / 2 = 1300 tokens of 64000 = 0.02031;
+		// 0.9 / 0.02031 = 44.3 → 44.
+		{"from the lengths without running requests", KVInput{Blocks: 4000, BlockSize: 16, CacheDType: "auto", Usage: 0, Running: 0, PromptMean: 1000, OutputMean: 600},
+			44, []string{"no KV usage per running request: prompt 1000 + output 600 / 2 = 1300 tokens"}},
+		// Already fp8: 0.9 × 64000 / 1333.3 = 43, and no fp8 alternative.
+		{"fp8 already", KVInput{Blocks: 4000, BlockSize: 16, CacheDType: "fp8", Usage: 0.5, Running: 24, PromptMean: nan, OutputMean: nan}, 43, nil},
+		// 100 × 16 = 1600 tokens, 0.9 × 1600 / 5000 = 0.29: at least one sequence.
+		{"at least one sequence", KVInput{Blocks: 100, BlockSize: 16, CacheDType: "auto", Usage: 1, Running: 0.32, PromptMean: nan, OutputMean: nan}, 1, nil},
+		// The measured share needs no pool: 0.9 / (0.5 / 24) = 43.2 → 43, the pool said unknown.
+		{"no cache config, measured share", KVInput{Usage: 0.5, Running: 24, PromptMean: 1000, OutputMean: 600}, 43, []string{"pool unknown"}},
+		{"no cache config, lengths only", KVInput{Usage: nan, Running: nan, PromptMean: 1000, OutputMean: 600}, nan, []string{"vllm:cache_config_info"}},
+		{"no usage, running or lengths", KVInput{Blocks: 4000, BlockSize: 16, Usage: nan, Running: nan, PromptMean: nan, OutputMean: nan}, nan, []string{"vllm:request_prompt_tokens"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := KVFit(tt.in)
+			checkRec(t, got, tt.want, tt.contains...)
+			if tt.in.CacheDType == "fp8" && strings.Contains(got.Effect, "--kv-cache-dtype") {
+				t.Errorf("fp8 cache offered fp8 again: %q", got.Effect)
+			}
+		})
+	}
+}
+
+func TestSpecDraft(t *testing.T) {
+	tests := []struct {
+		name     string
+		in       SpecInput
+		want     float64
+		contains []string
+	}{
+		// p = 0.35, k = 3: accepted per draft 0.35 + 0.1225 + 0.042875 = 0.515375, α = 0.171792.
+		// Overhead 0.05: k'=1 1.35/1.05 = 1.286; k'=2 1.4725/1.10 = 1.339; k'=3 1.515/1.15 = 1.318.
+		{"shorten", SpecInput{Acceptance: 0.515375 / 3, DraftLength: 3, Overhead: 0.05}, 2,
+			[]string{"acceptance 0.35 per position", "1.318 now", "1.339 at k = 2", "shorten the draft from 3 to 2"}},
+		// p = 0.8, k = 3: accepted 0.8 + 0.64 + 0.512 = 1.952; k'=3 2.952/1.15 = 2.567 beats
+		// k'=2 2.44/1.10 = 2.218.
+		{"keep", SpecInput{Acceptance: 1.952 / 3, DraftLength: 3, Overhead: 0.05}, 3, []string{"keep k = 3", "2.567"}},
+		// p = 0.2, k = 2, overhead 0.5: k'=1 1.2/1.5 = 0.8, k'=2 1.24/2 = 0.62, both below 1.
+		{"disable", SpecInput{Acceptance: 0.24 / 2, DraftLength: 2, Overhead: 0.5}, 0, []string{"disable speculative decoding"}},
+		{"no acceptance", SpecInput{Acceptance: math.NaN(), DraftLength: 3, Overhead: 0.05}, math.NaN(), []string{"accepted_tokens"}},
+		{"no draft length", SpecInput{Acceptance: 0.3, DraftLength: math.NaN(), Overhead: 0.05}, math.NaN(), []string{"num_drafts"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { checkRec(t, SpecDraft(tt.in), tt.want, tt.contains...) })
+	}
+}
+
+func TestBatchedTokens(t *testing.T) {
+	nan := math.NaN()
+	tests := []struct {
+		name     string
+		in       BudgetInput
+		want     float64
+		contains []string
+	}{
+		// 4 req/s over 70 steps/s = 0.06 → 1 prefill per step: 32 decodes + 1 × 1950 = 1982.
+		// Running sits at 32 with usage 0.125: 0.9 × 32 / 0.125 = 230.4 → --max-num-seqs 230.
+		{"one prefill per step, running at its ceiling", BudgetInput{PromptP95: 1950, PromptP95Lower: 1000, PromptP95Upper: 2000,
+			Running: 32, RunningMax: 32, AtCeiling: true, Usage: 0.125, RequestRate: 4, StepRate: 70},
+			1982, []string{"--max-num-batched-tokens 1982", "(1000, 2000]", "--max-num-seqs 230"}},
+		// 100 req/s over 40 steps/s = 2.5 → 3 per step: ⌈10.4⌉ = 11 decodes + 3 × 500 = 1511.
+		{"several prefills per step", BudgetInput{PromptP95: 500, PromptP95Lower: nan, PromptP95Upper: nan, Running: 10.4, RunningMax: 12, Usage: 0.2, RequestRate: 100, StepRate: 40},
+			1511, []string{"3 prefills per step"}},
+		// Without the step rate: 1 per step, 0 + 1 × 800 = 800 (running unknown counts 0).
+		{"no step rate", BudgetInput{PromptP95: 799.5, PromptP95Lower: nan, PromptP95Upper: nan, Running: nan, RunningMax: nan, Usage: nan, RequestRate: 4, StepRate: nan},
+			800, []string{"vllm:iteration_tokens_total"}},
+		{"no prompt p95", BudgetInput{PromptP95: nan, Running: 3, RequestRate: 4, StepRate: 50}, nan, []string{"vllm:request_prompt_tokens"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := BatchedTokens(tt.in)
+			checkRec(t, got, tt.want, tt.contains...)
+			if !tt.in.AtCeiling && strings.Contains(got.Effect, "--max-num-seqs") {
+				t.Errorf("running below its ceiling, yet %q", got.Effect)
+			}
+		})
+	}
+}
+
+func TestInstancesNeeded(t *testing.T) {
+	tests := []struct {
+		name     string
+		in       KneeInput
+		want     float64
+		contains []string
+	}{
+		// 6/s finished + 3/s queue growth = 9/s arrivals; ⌈9 / 4⌉ = 3 instances, 2 more.
+		{"add two", KneeInput{Finished: 6, QueueGrowth: 3, Held: 4}, 2, []string{"= 9/s", "3 instances, 2 more"}},
+		// 3/s, no queue growth known: ⌈3 / 4⌉ = 1, none more.
+		{"enough already", KneeInput{Finished: 3, QueueGrowth: math.NaN(), Held: 4}, 0, nil},
+		{"no healthy step in the range", KneeInput{Finished: 6, QueueGrowth: 3, Held: 0}, math.NaN(), []string{"widen the range"}},
+		{"no request rate", KneeInput{Finished: math.NaN(), Held: 4}, math.NaN(), []string{"vllm:request_success_total"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { checkRec(t, InstancesNeeded(tt.in), tt.want, tt.contains...) })
+	}
+}
+
+func TestPrefixReuse(t *testing.T) {
+	tests := []struct {
+		name     string
+		in       PrefixInput
+		want     float64
+		contains []string
+	}{
+		// (0.97 − 0) × 7200 = 6984 tokens missed; 0.5 s over 7200 computed tokens: 6984 × 0.5 /
+		// 7200 = 0.485 s; 6984 cached tokens = 436 blocks of 16.
+		{"priced misses", PrefixInput{HitNow: 0, HitExpected: 0.97, Source: "in the hour before", PromptMean: 7200, PrefillMean: 0.5, BlockSize: 16},
+			0.97, []string{"6984 tokens missed", "485 ms", "436 KV blocks of 16"}},
+		// 0.01 × 1000 = 10 cached tokens, fewer than one block of 16.
+		{"shared prefix shorter than a block", PrefixInput{HitNow: 0, HitExpected: 0.01, Source: "on 2 healthy peers of the model", PromptMean: 1000, PrefillMean: 0.1, BlockSize: 16},
+			0.01, []string{"shorter than one KV block (16)"}},
+		// No prefill time: the missed tokens without a price.
+		{"no prefill time", PrefixInput{HitNow: 0.1, HitExpected: 0.6, Source: "in the hour before", PromptMean: 1000, PrefillMean: math.NaN()},
+			0.6, []string{"500 tokens missed", "no prefill time"}},
+		{"nothing to expect", PrefixInput{HitNow: 0, HitExpected: math.NaN(), PromptMean: 1000}, math.NaN(), []string{"healthy peer"}},
+		{"no hit rate now", PrefixInput{HitNow: math.NaN(), HitExpected: 0.9, PromptMean: 1000}, math.NaN(), []string{"vllm:prefix_cache_hits_total"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { checkRec(t, PrefixReuse(tt.in), tt.want, tt.contains...) })
+	}
+}
+
+// TestFindingsCarryTheirRecommendation evaluates rules over series and checks that each finding
+// carries the value its window implies.
+func TestFindingsCarryTheirRecommendation(t *testing.T) {
+	tests := []struct {
+		name  string
+		rule  string
+		after map[series.Signal]sample
+		want  float64
+	}{
+		// Pool 4000 × 16 = 64000 tokens (cacheOn); usage 0.96 × 64000 / 50 running = 1228.8 tokens
+		// per request; 0.9 × 64000 / 1228.8 = 46.875 → 46.
+		{"kv_cache_saturated", KVCacheSaturated, map[series.Signal]sample{series.KVUsage: x(0.96), series.PreemptionRate: x(2), series.Running: x(50)},
+			46},
+		// preemptions_free_cache reads the window mean: 0.6 × 64000 / 30 = 1280 tokens per request;
+		// 0.9 × 64000 / 1280 = 45 exactly (floating point's 44.999… counts as 45).
+		{"preemptions_free_cache", PreemptionsFreeCache, map[series.Signal]sample{series.KVUsageAvg: x(0.6), series.PreemptionRate: x(0.1), series.Running: x(30)}, 45},
+		// α 0.4 at k 2: accepted 0.8 = p + p², p = 0.5247; k'=1 1.525/1.05 = 1.452, k'=2 1.8/1.1 = 1.636: keep 2.
+		{"spec_decode_inefficient", SpecDecodeInefficient, map[series.Signal]sample{series.SpecAcceptanceRate: x(0.4), series.SpecDraftLength: x(2)}, 2},
+		// 16 running + 1 × 1900 (5 req/s over 50 steps/s: 1 per step) = 1916.
+		{"queue_with_free_cache", QueueWithFreeCache, map[series.Signal]sample{series.Running: x(16), series.Waiting: x(40), series.KVUsage: x(0.2),
+			series.PromptLengthP95: qb(1900, 1000, 2000), series.EngineStepRate: x(50)}, 1916},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set := newSet(totalSteps)
+			scenario(set, keyA, tt.after)
+			res := evaluate(t, set, Options{Rules: []string{tt.rule}, EvalFrom: evalFrom})
+			fs := findingsOf(res, tt.rule)
+			if len(fs) != 1 {
+				t.Fatalf("%d findings of %s, want 1", len(fs), tt.rule)
+			}
+			checkRec(t, fs[0].Recommendation, tt.want)
+		})
+	}
+}
+
+// TestPastTheKneeReadsTheRateHeldBeforeTheQueue: the healthy hour held 5 req/s with no queue
+// (healthy()); during the knee 6 req/s finish while the queue grows from 20 to 150 over the 40
+// steps (39 × 15 s = 585 s): 6 + 130/585 = 6.222/s; ⌈6.222 / 5⌉ = 2 instances, 1 more.
+func TestPastTheKneeReadsTheRateHeldBeforeTheQueue(t *testing.T) {
+	set := newSet(totalSteps)
+	scenario(set, keyA, map[series.Signal]sample{series.Running: x(64), series.KVUsage: x(0.9), series.RequestRate: x(6)})
+	for i := baseSteps; i < totalSteps; i++ {
+		fill(set, keyA, series.Waiting, i, i+1, x(20+130*float64(i-baseSteps)/39))
+	}
+	res := evaluate(t, set, Options{Rules: []string{PastTheKnee}, EvalFrom: evalFrom})
+	fs := findingsOf(res, PastTheKnee)
+	if len(fs) != 1 {
+		t.Fatalf("%d findings, want 1", len(fs))
+	}
+	checkRec(t, fs[0].Recommendation, 1, "one instance held 5/s", "0.2222/s queue growth")
+}
+
+// TestPrefixMissExpectsTheHitRateOfHealthyPeers: the hour before had the same low hit rate, so
+// the peer serving the same model (0.8) is what to expect; the peer of another model is not.
+func TestPrefixMissExpectsTheHitRateOfHealthyPeers(t *testing.T) {
+	set := newSet(totalSteps)
+	miss := map[series.Signal]sample{series.PrefixCacheHitRate: x(0.1), series.TTFTP50: qb(0.6, 0.5, 0.75)}
+	scenario(set, keyA, nil)
+	for sig, s := range miss {
+		fill(set, keyA, sig, 0, totalSteps, s)
+	}
+	scenario(set, keyB, nil)
+	other := series.Key{Instance: "10.0.0.3:8000", Model: "qwen"}
+	scenario(set, other, map[series.Signal]sample{series.PrefixCacheHitRate: x(0.95)})
+	res := evaluate(t, set, Options{Rules: []string{PrefixCacheMiss}, EvalFrom: evalFrom})
+	var got *Finding
+	for i, f := range res.Findings {
+		if f.Key == keyA {
+			got = &res.Findings[i]
+		}
+	}
+	if got == nil {
+		t.Fatalf("no prefix_cache_miss on %v: %v", keyA, res.Findings)
+	}
+	// (0.8 − 0.1) × 1000 = 700 tokens missed; 0.5 s over 900 computed tokens: 700 × 0.5 / 900 = 389 ms.
+	checkRec(t, got.Recommendation, 0.8, "on 1 healthy peers", "700 tokens missed", "389 ms")
+}
+
+// TestPastTheKneeMeasuresArrivalsUpToTheQueuesPeak: the queue grows from 20 to 150 over steps
+// 240..259 (19 × 15 s = 285 s) and drains to 60 by the end; with 9.8 req/s finishing, arrivals
+// are 9.8 + 130/285 = 10.256/s, ⌈10.256 / 5⌉ = 3 instances, 2 more. Over the whole finding the
+// queue grew by only 40, which would understate arrivals (9.87/s, 1 more).
+func TestPastTheKneeMeasuresArrivalsUpToTheQueuesPeak(t *testing.T) {
+	set := newSet(totalSteps)
+	scenario(set, keyA, map[series.Signal]sample{series.Running: x(64), series.KVUsage: x(0.9), series.RequestRate: x(9.8)})
+	for i := baseSteps; i < totalSteps; i++ {
+		w := 20 + 130*float64(i-baseSteps)/19
+		if i > baseSteps+19 {
+			w = 150 - 90*float64(i-baseSteps-19)/20
+		}
+		fill(set, keyA, series.Waiting, i, i+1, x(w))
+	}
+	res := evaluate(t, set, Options{Rules: []string{PastTheKnee}, EvalFrom: evalFrom})
+	fs := findingsOf(res, PastTheKnee)
+	if len(fs) != 1 {
+		t.Fatalf("%d findings, want 1", len(fs))
+	}
+	checkRec(t, fs[0].Recommendation, 2, "0.4561/s queue growth", "3 instances, 2 more")
+}

@@ -1,0 +1,289 @@
+package plugin
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+	"github.com/grafana/grafana-plugin-sdk-go/experimental/datasourcetest"
+
+	"github.com/seed/vllm-datasource/pkg/sim"
+	"github.com/seed/vllm-datasource/pkg/testbed"
+	"github.com/seed/vllm-datasource/pkg/traces"
+	"github.com/seed/vllm-datasource/pkg/traces/jaeger"
+)
+
+// Fleet bed: a simulated fleet over two hours, its metrics in a real Prometheus and one span
+// in fleetSampling in a real Jaeger, as a sampling tracer would keep them.
+const (
+	fleetSize     = 12
+	fleetRun      = 2 * time.Hour
+	fleetSampling = 20
+	// slowFactor defines the slow requests of the ground truth: those the simulator's fault
+	// delayed (sim.Span.Fault), with a TTFT at least this many times the fleet's median TTFT
+	// (over all spans the simulator kept).
+	slowFactor = 10
+)
+
+type fleetBed struct {
+	client *datasourcetest.TestPluginClient
+	res    *sim.Result
+	pc     backend.PluginContext
+}
+
+// newFleetBed builds the bed: about a minute on a busy machine, so the fleet tests share one.
+func newFleetBed(t testing.TB) *fleetBed {
+	t.Helper()
+	var (
+		theFleetBed *fleetBed
+		fleetBedErr string
+	)
+	func() {
+		sc, err := sim.Fleet(fleetSize)
+		if err != nil {
+			fleetBedErr = err.Error()
+			return
+		}
+		start := time.Now().Truncate(time.Minute).Add(-fleetRun - 5*time.Minute)
+		res, err := sim.Run(sc, start, fleetRun, simScrape, sim.WithSpanSampling(fleetSampling))
+		if err != nil {
+			fleetBedErr = err.Error()
+			return
+		}
+		path := filepath.Join(t.TempDir(), "fleet.om")
+		f, err := os.Create(path)
+		if err == nil {
+			err = res.WriteOpenMetrics(f)
+			f.Close()
+		}
+		if err != nil {
+			fleetBedErr = err.Error()
+			return
+		}
+		prom := testbed.Prometheus(t, path)
+		jg := testbed.Jaeger(t)
+		ctx := context.Background()
+		exp, err := sim.NewExporter(ctx, sc, jg.OTLPGRPC, sim.ProtocolGRPC, 10*time.Second)
+		if err == nil {
+			err = exp.Export(ctx, res.Spans)
+		}
+		if err == nil {
+			err = exp.Close(ctx)
+		}
+		if err != nil {
+			fleetBedErr = err.Error()
+			return
+		}
+		// Jaeger stores spans after its batch processor flushes them, in the order they were
+		// exported (instance by instance): wait for each instance's last span.
+		src, err := jaeger.New(http.DefaultClient, jg.QueryURL, traces.Options{})
+		if err != nil {
+			fleetBedErr = err.Error()
+			return
+		}
+		last := map[string]string{}
+		for _, sp := range res.Spans {
+			last[sp.Instance] = traceHex(sp.TraceID)
+		}
+		deadline := time.Now().Add(60 * time.Second)
+		for _, id := range last {
+			for {
+				_, err := src.Get(ctx, id)
+				if err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					fleetBedErr = "Jaeger does not serve every instance's last span after 60 s: " + err.Error()
+					return
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		}
+		theFleetBed = &fleetBed{client: grpcPlugin(t), res: res, pc: pluginContext(prom.URL, map[string]any{
+			"scrapeInterval": simScrape.String(), "tracesBackend": "jaeger", "tracesUrl": jg.QueryURL, "tracesDatasourceUid": "jaeger-uid"})}
+	}()
+	if theFleetBed == nil {
+		t.Fatalf("fleet bed: %s", fleetBedErr)
+	}
+	return theFleetBed
+}
+
+func (b *fleetBed) requests(t testing.TB, from, to time.Time, model map[string]any) (*data.Frame, string) {
+	t.Helper()
+	m := map[string]any{"queryType": "requests"}
+	for k, v := range model {
+		m[k] = v
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	res, err := b.client.QueryData(ctx, &backend.QueryDataRequest{PluginContext: b.pc, Queries: []backend.DataQuery{rangeQuery("R", from, to, m)}})
+	if err != nil {
+		t.Fatalf("QueryData over gRPC: %v", err)
+	}
+	out := res.Responses["R"]
+	if out.Error != nil {
+		t.Fatalf("requests: %v", out.Error)
+	}
+	for _, f := range out.Frames {
+		if f.Name == "requests" {
+			exec := ""
+			if f.Meta != nil {
+				exec = f.Meta.ExecutedQueryString
+			}
+			return f, exec
+		}
+	}
+	t.Fatalf("no requests frame")
+	return nil, ""
+}
+
+// jaegerCalls counts the trace searches in an executed query string (one line each).
+func jaegerCalls(exec string) int {
+	n := 0
+	for _, l := range strings.Split(exec, "\n") {
+		if strings.Contains(l, "operation=") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestFleetRequests checks the requests query at fleet scale, against what the simulator
+// injected.
+func TestFleetRequests(t *testing.T) {
+	b := newFleetBed(t)
+	t.Run("one instance over its fault window", func(t *testing.T) { fleetOneInstance(t, b) })
+	t.Run("anomalousOnly finds the injected slow requests", func(t *testing.T) { fleetAnomalousOnly(t, b) })
+	t.Run("the drill-down's explain queries", func(t *testing.T) { fleetDrillDown(t, b) })
+}
+
+// fleetDrillDown: the request link names the answering data source; without a trace id the
+// explain panels get an instruction, not an error; the annotation query answers the
+// request's interval alone.
+func fleetDrillDown(t *testing.T, b *fleetBed) {
+	from, to := b.res.Start, b.res.Start.Add(fleetRun)
+	f, _ := b.requests(t, from, to, map[string]any{"anomalousOnly": true, "limit": 5})
+	if f.Rows() == 0 {
+		t.Fatal("no request to drill into")
+	}
+	id, _ := f.FieldByName("trace_id")
+	uid := b.pc.DataSourceInstanceSettings.UID
+	if uid == "" || !slices.ContainsFunc(id.Config.Links, func(l data.DataLink) bool { return strings.Contains(l.URL, "var-datasource="+uid+"&") }) {
+		t.Errorf("no link of %+v names the answering data source %q", id.Config.Links, uid)
+	}
+	explain := func(model map[string]any) backend.DataResponse {
+		m := map[string]any{"queryType": "explain"}
+		for k, v := range model {
+			m[k] = v
+		}
+		res, err := b.client.QueryData(context.Background(), &backend.QueryDataRequest{PluginContext: b.pc, Queries: []backend.DataQuery{rangeQuery("E", from, to, m)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Responses["E"]
+	}
+	empty := explain(map[string]any{"traceId": ""})
+	if empty.Error != nil || len(empty.Frames) != 1 || empty.Frames[0].Meta == nil || len(empty.Frames[0].Meta.Notices) != 1 ||
+		!strings.Contains(empty.Frames[0].Meta.Notices[0].Text, "click a trace id") {
+		t.Errorf("explain without a trace id: %v, %d frames; want one frame with an instruction", empty.Error, len(empty.Frames))
+	}
+	ann := explain(map[string]any{"traceId": cellString(f, "trace_id", 0), "format": "annotation"})
+	if ann.Error != nil || len(ann.Frames) != 1 || ann.Frames[0].Name != "request" {
+		t.Errorf("explain annotation: %v, %d frames; want the request's interval alone", ann.Error, len(ann.Frames))
+	}
+}
+
+func fleetOneInstance(t *testing.T, b *fleetBed) {
+	for inst, rule := range sim.FleetFaulty(fleetSize) {
+		t.Run(inst+" "+rule, func(t *testing.T) {
+			// The fault window and the instance's spans in it, from the simulator.
+			var from, to time.Time
+			for _, s := range b.res.Spans {
+				if s.Instance == inst && s.Fault != "" {
+					if from.IsZero() {
+						from = s.Start
+					}
+					to = s.Start
+				}
+			}
+			want := map[string]bool{}
+			for _, s := range b.res.Spans {
+				if s.Instance == inst && !s.Start.Before(from) && !s.Start.After(to) {
+					want[traceHex(s.TraceID)] = true
+				}
+			}
+			const limit = 1000
+			f, exec := b.requests(t, from, to, map[string]any{"instance": inst, "limit": limit})
+			got := 0
+			for i := range f.Rows() {
+				if g := cellString(f, "instance", i); g != inst {
+					t.Fatalf("row %d is of instance %q, want only %s", i, g, inst)
+				}
+				if want[cellString(f, "trace_id", i)] {
+					got++
+				}
+			}
+			if need := 0.9 * float64(min(len(want), limit)); float64(got) < need {
+				t.Errorf("%d of the %d spans of %s in its fault window returned, want at least %.0f; notices: %s; %d searches",
+					got, len(want), inst, need, noticeText(f), jaegerCalls(exec))
+			}
+		})
+	}
+}
+
+func fleetAnomalousOnly(t *testing.T, b *fleetBed) {
+	ttfts := make([]float64, len(b.res.Spans))
+	for i, s := range b.res.Spans {
+		ttfts[i] = s.TTFT
+	}
+	slices.Sort(ttfts)
+	median := ttfts[len(ttfts)/2]
+	slow := map[string]bool{}
+	for _, s := range b.res.Spans {
+		if s.Fault != "" && s.TTFT >= slowFactor*median {
+			slow[traceHex(s.TraceID)] = true
+		}
+	}
+	const limit = 100
+	f, exec := b.requests(t, b.res.Start, b.res.Start.Add(fleetRun), map[string]any{"anomalousOnly": true, "limit": limit})
+	found := 0
+	for i := range f.Rows() {
+		if slow[cellString(f, "trace_id", i)] {
+			found++
+		}
+	}
+	t.Logf("%d rows, %d of them among the %d injected slow requests (TTFT ≥ %d× the fleet median of %.3f s); %d trace searches",
+		f.Rows(), found, len(slow), slowFactor, median, jaegerCalls(exec))
+	if need := 0.8 * float64(min(len(slow), limit)); float64(found) < need {
+		t.Errorf("%d injected slow requests among the %d rows, want at least %.0f", found, f.Rows(), need)
+	}
+}
+
+// BenchmarkFleetRequests prints the wall time of a requests query over 2 h of a 12-instance
+// fleet and its number of trace searches (backend calls).
+func BenchmarkFleetRequests(b *testing.B) {
+	bed := newFleetBed(b)
+	for _, mode := range []struct {
+		name  string
+		model map[string]any
+	}{
+		{"default", map[string]any{"limit": 100}},
+		{"anomalousOnly", map[string]any{"anomalousOnly": true, "limit": 100}},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			calls := 0
+			for b.Loop() {
+				_, exec := bed.requests(b, bed.res.Start, bed.res.Start.Add(fleetRun), mode.model)
+				calls = jaegerCalls(exec)
+			}
+			b.ReportMetric(float64(calls), "searches/op")
+		})
+	}
+}
