@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/grafana/grafana-plugin-sdk-go/build"
@@ -27,6 +28,33 @@ func BuildAll() {
 	mg.Deps(b.Linux, b.LinuxARM64, b.Darwin, b.DarwinARM64, b.Windows, mg.F(b.Custom, "windows", "arm64"))
 }
 
+// cliPlatforms are the platforms the plugin's backend is built for; the CLI follows them.
+var cliPlatforms = [][2]string{
+	{"linux", "amd64"}, {"linux", "arm64"}, {"darwin", "amd64"}, {"darwin", "arm64"}, {"windows", "amd64"}, {"windows", "arm64"},
+}
+
+// CLI builds the vllm-diagnose command for the same platforms, with the build tags the SDK
+// gives the plugin (the same engine, compiled alike), into dist-cli/, beside the
+// plugin's dist/ rather than in it: dist/ is the plugin folder copied into Grafana.
+func CLI() error {
+	for _, p := range cliPlatforms {
+		out := filepath.Join("dist-cli", "vllm-diagnose_"+p[0]+"_"+p[1])
+		if p[0] == "windows" {
+			out += ".exe"
+		}
+		env := map[string]string{"GOOS": p[0], "GOARCH": p[1], "CGO_ENABLED": "0"}
+		if err := sh.RunWith(env, "go", "build", "-tags", "arrow_json_stdlib", "-o", out, "./pkg/cmd/vllm-diagnose"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// All builds the plugin's backend and the CLI for every platform.
+func All() {
+	mg.Deps(BuildAll, CLI)
+}
+
 // BenchFleet runs the fleet benchmark by hand: N simulated instances × 3 h backfilled into a real
 // Prometheus, one diagnosis through the plugin's gRPC against the floor (the PromQL it issued,
 // from Prometheus's query log, sent at once), and 50 concurrent dashboard refreshes.
@@ -41,7 +69,7 @@ func BenchFleet() error {
 }
 
 // Default is what a plain `mage` runs.
-var Default = BuildAll
+var Default = All
 
 // Fuzz runs every fuzzer of ./pkg/... for FUZZTIME each (default 20s), one after the other:
 // `go test -fuzz` takes one fuzzer of one package at a time. New crashers land in the

@@ -1,0 +1,281 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend/gtime"
+	"github.com/mattn/go-isatty"
+	"github.com/spf13/cobra"
+)
+
+// Output formats.
+const (
+	outTable      = "table"
+	outJSON       = "json"
+	outPrometheus = "prometheus"
+)
+
+// options are the flags of every command.
+type options struct {
+	conn connection
+
+	since    time.Duration
+	from, to string
+	instance string
+	model    string
+	output   string
+	step     time.Duration
+	timeout  time.Duration
+
+	watch bool
+	every time.Duration
+
+	baseline      string
+	optimisations []string
+}
+
+// rootCommand is the command tree with the exit code its run left.
+type rootCommand struct {
+	root   *cobra.Command
+	code   int
+	opts   options
+	ctx    context.Context
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+	now    func() time.Time
+}
+
+func (c *rootCommand) SetArgs(args []string) { c.root.SetArgs(args) }
+
+func (c *rootCommand) execute() (int, error) {
+	if err := c.root.ExecuteContext(c.ctx); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("no answer within --timeout %s (%v): raise --timeout or narrow the range", c.opts.timeout, err)
+		}
+		return exitError, err
+	}
+	return c.code, nil
+}
+
+func newRootCommand(ctx context.Context, stdout, stderr io.Writer, getenv func(string) string) *rootCommand {
+	c := &rootCommand{ctx: ctx, stdout: stdout, stderr: stderr, getenv: getenv, now: time.Now}
+	o := &c.opts
+	root := &cobra.Command{
+		Use:   "vllm-diagnose",
+		Short: "Diagnose vLLM servers from Prometheus (and Tempo or Jaeger) with the vLLM Diagnosis plugin's engine",
+		Long: `vllm-diagnose prints the findings of a time range: one headline per instance (its likely
+bottleneck), worst first, then the other findings with cause, action (the vLLM flag to change),
+evidence and confidence, and the rules that did not apply or lacked data.
+
+Secrets never come from flags: ` + envPromPassword + ` or --prometheus-password-file,
+` + envPromToken + ` or --prometheus-token-file, ` + envTracesPassword + ` or
+--traces-password-file, ` + envTracesToken + ` or --traces-token-file.
+
+Exit codes: 0 nothing firing, 1 warnings, 2 critical findings, 3 a backend unreachable or bad input.`,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE:          func(cmd *cobra.Command, _ []string) error { return c.runDiagnosis(cmd.Context()) },
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	pf := root.PersistentFlags()
+	pf.StringVar(&o.conn.prometheus, "prometheus", "", "Prometheus base URL (Prometheus, Thanos, Mimir, VictoriaMetrics)")
+	pf.StringVar(&o.conn.tempo, "tempo", "", "Tempo base URL (port 3200), for traces")
+	pf.StringVar(&o.conn.jaeger, "jaeger", "", "Jaeger query API base URL (port 16686), for traces")
+	pf.DurationVar(&o.since, "since", time.Hour, "diagnose the last DURATION (ignored with --from)")
+	pf.StringVar(&o.from, "from", "", "range start: RFC 3339 (2026-08-01T10:00:00Z), epoch milliseconds, or relative (now-2h)")
+	pf.StringVar(&o.to, "to", "", "range end, as --from (default now)")
+	pf.StringVar(&o.instance, "instance", "", "instances: exact value or regular expression (default all)")
+	pf.StringVar(&o.model, "model", "", "models: exact value or regular expression (default all)")
+	pf.StringVar(&o.conn.labelMatchers, "label-matchers", "", `extra PromQL matchers for vLLM series, such as '{job="vllm"}'`)
+	pf.StringVar(&o.conn.thresholdsFile, "thresholds", "", `JSON file: rule id → parameter → number, such as {"kv_cache_saturated": {"kv_usage": 0.9}}`)
+	pf.StringVarP(&o.output, "output", "o", outTable, "table, json or prometheus (OpenMetrics alert series for a textfile collector)")
+	pf.StringVar(&o.conn.scrapeInterval, "scrape-interval", "15s", "Prometheus scrape interval of the vLLM targets")
+	pf.DurationVar(&o.step, "step", 0, "evaluation step (default: the scrape interval)")
+	pf.DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up after this long")
+	pf.StringVar(&o.conn.promUser, "prometheus-user", "", "basic auth user for Prometheus (password from "+envPromPassword+" or --prometheus-password-file)")
+	pf.StringVar(&o.conn.promPasswordFile, "prometheus-password-file", "", "file holding Prometheus's basic auth password")
+	pf.StringVar(&o.conn.promTokenFile, "prometheus-token-file", "", "file holding a bearer token for Prometheus (or "+envPromToken+")")
+	pf.StringArrayVar(&o.conn.headers, "header", nil, "extra header to Prometheus, NAME=VALUE or NAME=@FILE, such as X-Scope-OrgID=tenant-1 (repeatable)")
+	pf.StringVar(&o.conn.caFile, "ca-file", "", "PEM file of the CA that signed Prometheus's certificate")
+	pf.BoolVar(&o.conn.skipVerify, "insecure-skip-verify", false, "do not verify Prometheus's TLS certificate")
+	pf.StringVar(&o.conn.tracesUser, "traces-user", "", "basic auth user for the trace backend (password from "+envTracesPassword+" or --traces-password-file)")
+	pf.StringVar(&o.conn.tracesPasswordFile, "traces-password-file", "", "file holding the trace backend's basic auth password")
+	pf.StringVar(&o.conn.tracesTokenFile, "traces-token-file", "", "file holding a bearer token for the trace backend (or "+envTracesToken+")")
+	pf.StringVar(&o.conn.instanceLabel, "instance-label", "", "Prometheus label naming the instance (default instance)")
+	pf.StringVar(&o.conn.modelLabel, "model-label", "", "Prometheus label naming the model (default model_name)")
+	pf.StringVar(&o.conn.serviceName, "service-name", "", "service name of vLLM's spans (default vllm)")
+	pf.StringVar(&o.conn.spanName, "span-name", "", "name of vLLM's request span (default llm_request)")
+	pf.StringVar(&o.conn.spanInstanceAttr, "span-instance-attribute", "", "span attribute equal to the instance label (default service.instance.id)")
+	pf.StringVar(&o.conn.spanModelAttr, "span-model-attribute", "", "span attribute holding the model (default gen_ai.response.model)")
+	root.Flags().BoolVar(&o.watch, "watch", false, "evaluate on the rule clock and print only state changes (pending, firing, resolved); with --from, replay that range")
+	root.Flags().DurationVar(&o.every, "every", time.Minute, "rule clock of --watch")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%v (see vllm-diagnose --help)", err) })
+
+	explain := &cobra.Command{
+		Use:   "explain TRACE_ID",
+		Short: "Explain one request: queue, prefill or decode, the findings of its moment and the action",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return errors.New("explain needs one trace id: vllm-diagnose explain TRACE_ID --jaeger URL (or --tempo URL)")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error { return c.runExplain(cmd.Context(), args[0]) },
+	}
+	verdict := &cobra.Command{
+		Use:   "verdict --baseline FROM..TO",
+		Short: "Did each optimisation work: the baseline window against the range",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return c.runVerdict(cmd.Context()) },
+	}
+	verdict.Flags().StringVar(&o.baseline, "baseline", "", "the window to compare with, FROM..TO (each as --from), such as now-7d..now-6d")
+	verdict.Flags().StringSliceVar(&o.optimisations, "optimisations", nil, "optimisations deployed between the windows: chunked_prefill, prefix_caching, spec_decode, fp8_kv_cache, concurrency")
+	root.AddCommand(explain, verdict)
+	c.root = root
+	return c
+}
+
+// timeForms is how the messages say a time may be written.
+const timeForms = "RFC 3339 such as 2026-08-01T10:00:00Z, epoch milliseconds, or relative such as now-2h"
+
+// timeRange is the range the flags ask for.
+func (c *rootCommand) timeRange() (time.Time, time.Time, error) {
+	o := c.opts
+	now := c.now()
+	if o.from == "" {
+		if o.to != "" {
+			return time.Time{}, time.Time{}, errors.New("--to needs --from: give both, or --since alone")
+		}
+		if o.since <= 0 {
+			return time.Time{}, time.Time{}, fmt.Errorf("--since %s is not a positive duration such as 30m", o.since)
+		}
+		return now.Add(-o.since), now, nil
+	}
+	tr := gtime.TimeRange{From: strings.TrimSpace(o.from), To: strings.TrimSpace(o.to), Now: now}
+	from, err := tr.ParseFrom()
+	if err != nil {
+		return time.Time{}, time.Time{}, fmt.Errorf("--from %q is not a time: write %s", o.from, timeForms)
+	}
+	to := now
+	if tr.To != "" {
+		if to, err = tr.ParseTo(); err != nil {
+			return time.Time{}, time.Time{}, fmt.Errorf("--to %q is not a time: write %s", o.to, timeForms)
+		}
+	}
+	if !from.Before(to) {
+		return time.Time{}, time.Time{}, fmt.Errorf("--from (%s) is not before --to (%s): swap them", from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339))
+	}
+	return from, to, nil
+}
+
+// start checks the flags, builds the plugin's instance and runs its health check.
+func (c *rootCommand) start(ctx context.Context) (*engine, error) {
+	switch c.opts.output {
+	case outTable, outJSON, outPrometheus:
+	default:
+		return nil, fmt.Errorf("--output %q is not one of table, json, prometheus", c.opts.output)
+	}
+	s, err := c.opts.conn.instanceSettings(c.getenv)
+	if err != nil {
+		return nil, err
+	}
+	step := c.opts.step
+	if step == 0 {
+		if step, err = time.ParseDuration(c.opts.conn.scrapeInterval); err != nil || step <= 0 {
+			return nil, fmt.Errorf("--scrape-interval %q is not a positive duration such as 15s", c.opts.conn.scrapeInterval)
+		}
+	}
+	e, err := newEngine(ctx, s, step, &progress{w: c.stderr, on: isTerminal(c.stderr)})
+	if err != nil {
+		return nil, err
+	}
+	if err := e.check(ctx); err != nil {
+		e.progress.set("")
+		return nil, err
+	}
+	return e, nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
+// colours: on a terminal, unless NO_COLOR is set (https://no-color.org).
+func (c *rootCommand) painter() painter {
+	return painter{on: isTerminal(c.stdout) && c.getenv("NO_COLOR") == ""}
+}
+
+// scope is the instance and model part of every query.
+func (c *rootCommand) scope(model map[string]any) map[string]any {
+	if c.opts.instance != "" {
+		model["instance"] = c.opts.instance
+	}
+	if c.opts.model != "" {
+		model["model"] = c.opts.model
+	}
+	return model
+}
+
+func (c *rootCommand) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if c.opts.watch {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, c.opts.timeout)
+}
+
+// runDiagnosis answers the root command: the findings of the range, or --watch.
+func (c *rootCommand) runDiagnosis(ctx context.Context) error {
+	from, to, err := c.timeRange()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	e, err := c.start(ctx)
+	if err != nil {
+		return err
+	}
+	if c.opts.watch {
+		return c.runWatch(ctx, e)
+	}
+	qs := []query{
+		{refID: "findings", model: c.scope(map[string]any{"queryType": "diagnosis", "format": "findings"}), from: from, to: to},
+		{refID: "timeline", model: c.scope(map[string]any{"queryType": "diagnosis", "format": "timeline"}), from: from, to: to},
+	}
+	if c.opts.output == outPrometheus {
+		qs = append(qs, query{refID: "alert", model: c.scope(map[string]any{"queryType": "diagnosis", "format": "alert"}), from: from, to: to})
+	}
+	ans, err := e.ask(ctx, "evaluating the diagnosis matrix over "+to.Sub(from).String(), qs...)
+	if err != nil {
+		return err
+	}
+	if len(ans["findings"]) == 0 {
+		return errors.New("internal error: the plugin answered the diagnosis without a findings frame")
+	}
+	rep := newDiagnosisReport(ans["findings"][0], ans["timeline"], from, to)
+	c.code = rep.ExitCode
+	switch c.opts.output {
+	case outJSON:
+		return writeJSON(c.stdout, rep)
+	case outPrometheus:
+		return writeOpenMetrics(c.stdout, ans["alert"], to)
+	}
+	return writeDiagnosisTable(c.stdout, rep, c.painter())
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

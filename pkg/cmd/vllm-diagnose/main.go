@@ -1,0 +1,66 @@
+// Command vllm-diagnose runs the vLLM Diagnosis plugin's engine from a terminal or a CI job:
+// the findings of a time range, one request explained, or the verdict of an optimisation.
+//
+//	vllm-diagnose --prometheus URL [--jaeger URL | --tempo URL] [--since 30m | --from T --to T]
+//	    [--instance RE] [--model RE] [--label-matchers '{job="vllm"}'] [--thresholds FILE]
+//	    [--output table|json|prometheus] [--watch [--every 1m]]
+//	vllm-diagnose explain TRACE_ID --prometheus URL --jaeger URL
+//	vllm-diagnose verdict --baseline FROM..TO --prometheus URL [--since 1h | --from T --to T]
+//
+// It does not re-implement the diagnosis: it builds the data source settings Grafana would
+// send (the names of DESIGN §7), creates the plugin's own instance in-process with
+// plugin.NewDatasource, checks its health, and renders the frames its QueryData returns. The
+// terminal and Grafana therefore cannot disagree.
+//
+// Exit codes: 0 nothing firing, 1 warnings (or an optimisation that did not work), 2 critical
+// findings, 3 a backend unreachable or bad input. Every error is one line on stderr.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend/log"
+)
+
+// Exit codes, documented in the README.
+const (
+	exitOK       = 0
+	exitWarning  = 1
+	exitCritical = 2
+	exitError    = 3
+)
+
+func main() {
+	// The plugin's SDK logs to stderr as a plugin does to Grafana; a command's stderr is for
+	// its one-line messages, so the SDK's log is kept only when asked for.
+	if os.Getenv("VLLM_DIAGNOSE_DEBUG") == "" {
+		log.DefaultLogger = log.NewNullLogger()
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	stop()
+	os.Exit(code)
+}
+
+// run is the command, with its outside world passed in so that tests drive it the same way.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	cmd := newRootCommand(ctx, stdout, stderr, getenv)
+	cmd.SetArgs(args)
+	code, err := cmd.execute()
+	if err != nil {
+		fmt.Fprintln(stderr, "vllm-diagnose: "+oneLine(err.Error()))
+		return exitError
+	}
+	return code
+}
+
+// oneLine folds a message onto one line: CI logs and terminals show one line per error.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(strings.TrimSpace(s), "\n", "; ")), " ")
+}

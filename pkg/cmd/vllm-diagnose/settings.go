@@ -1,0 +1,157 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+)
+
+// Environment variables that carry secrets: a flag's value shows in `ps` and in shell history,
+// so secrets come from the environment or from files only.
+const (
+	envPromPassword   = "VLLM_DIAGNOSE_PROMETHEUS_PASSWORD"
+	envPromToken      = "VLLM_DIAGNOSE_PROMETHEUS_TOKEN"
+	envTracesPassword = "VLLM_DIAGNOSE_TRACES_PASSWORD"
+	envTracesToken    = "VLLM_DIAGNOSE_TRACES_TOKEN"
+)
+
+// connection is how to reach and read the backends: the flags that become the data source's
+// settings.
+type connection struct {
+	prometheus, tempo, jaeger string
+
+	promUser, promPasswordFile, promTokenFile       string
+	tracesUser, tracesPasswordFile, tracesTokenFile string
+	headers                                         []string
+	caFile                                          string
+	skipVerify                                      bool
+
+	labelMatchers, thresholdsFile, scrapeInterval string
+	instanceLabel, modelLabel                     string
+	serviceName, spanName                         string
+	spanInstanceAttr, spanModelAttr               string
+}
+
+// secret reads a secret from its file flag, else from its environment variable; a file's
+// trailing newline is not part of the secret.
+func secret(file, env string, getenv func(string) string) (string, error) {
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("cannot read the secret file %s: %v", file, errors.Unwrap(err))
+		}
+		return strings.TrimRight(string(b), "\r\n"), nil
+	}
+	return getenv(env), nil
+}
+
+// instanceSettings builds the settings Grafana would send for a data source configured like
+// these flags, with the names Grafana and the plugin persist (DESIGN §7): the Prometheus URL
+// as the data source URL, Grafana's standard HTTP settings (basic auth, httpHeaderNameN with
+// secure httpHeaderValueN, tlsAuthWithCACert with secure tlsCACert, tlsSkipVerify), and the
+// plugin's jsonData and secureJsonData.
+func (c connection) instanceSettings(getenv func(string) string) (backend.DataSourceInstanceSettings, error) {
+	var s backend.DataSourceInstanceSettings
+	if c.prometheus == "" {
+		return s, errors.New("--prometheus is required: the base URL of Prometheus (or Thanos, Mimir, VictoriaMetrics), such as http://prometheus:9090")
+	}
+	if c.tempo != "" && c.jaeger != "" {
+		return s, errors.New("--tempo and --jaeger both given: choose one trace backend")
+	}
+	jd := map[string]any{}
+	sec := map[string]string{}
+	set := func(key, v string) {
+		if v != "" {
+			jd[key] = v
+		}
+	}
+	switch {
+	case c.tempo != "":
+		jd["tracesBackend"], jd["tracesUrl"] = "tempo", c.tempo
+	case c.jaeger != "":
+		jd["tracesBackend"], jd["tracesUrl"] = "jaeger", c.jaeger
+	default:
+		jd["tracesBackend"] = "none"
+	}
+	set("labelMatchers", c.labelMatchers)
+	set("scrapeInterval", c.scrapeInterval)
+	set("instanceLabel", c.instanceLabel)
+	set("modelLabel", c.modelLabel)
+	set("serviceName", c.serviceName)
+	set("spanName", c.spanName)
+	set("spanInstanceAttribute", c.spanInstanceAttr)
+	set("spanModelAttribute", c.spanModelAttr)
+	set("tracesBasicAuthUser", c.tracesUser)
+	if c.thresholdsFile != "" {
+		raw, err := os.ReadFile(c.thresholdsFile)
+		if err != nil {
+			return s, fmt.Errorf("cannot read the thresholds file %s: %v", c.thresholdsFile, errors.Unwrap(err))
+		}
+		if !json.Valid(raw) {
+			return s, fmt.Errorf("the thresholds file %s is not JSON: write rule id → parameter → number, such as {\"kv_cache_saturated\": {\"kv_usage\": 0.9}}", c.thresholdsFile)
+		}
+		jd["thresholds"] = json.RawMessage(raw)
+	}
+
+	var headers [][2]string
+	for _, h := range c.headers {
+		name, value, ok := strings.Cut(h, "=")
+		if !ok || strings.TrimSpace(name) == "" {
+			return s, fmt.Errorf("--header %q is not NAME=VALUE (or NAME=@FILE to read the value from a file)", h)
+		}
+		if file, ok := strings.CutPrefix(value, "@"); ok {
+			v, err := secret(file, "", getenv)
+			if err != nil {
+				return s, err
+			}
+			value = v
+		}
+		headers = append(headers, [2]string{strings.TrimSpace(name), value})
+	}
+	token, err := secret(c.promTokenFile, envPromToken, getenv)
+	if err != nil {
+		return s, err
+	}
+	if token != "" {
+		headers = append(headers, [2]string{"Authorization", "Bearer " + token})
+	}
+	for i, h := range headers {
+		jd[fmt.Sprintf("httpHeaderName%d", i+1)] = h[0]
+		sec[fmt.Sprintf("httpHeaderValue%d", i+1)] = h[1]
+	}
+
+	if c.promUser != "" {
+		s.BasicAuthEnabled, s.BasicAuthUser = true, c.promUser
+		if sec["basicAuthPassword"], err = secret(c.promPasswordFile, envPromPassword, getenv); err != nil {
+			return s, err
+		}
+	}
+	if c.caFile != "" {
+		pem, err := os.ReadFile(c.caFile)
+		if err != nil {
+			return s, fmt.Errorf("cannot read the CA file %s: %v", c.caFile, errors.Unwrap(err))
+		}
+		jd["tlsAuthWithCACert"], sec["tlsCACert"] = true, string(pem)
+	}
+	if c.skipVerify {
+		jd["tlsSkipVerify"] = true
+	}
+	if sec["tracesBasicAuthPassword"], err = secret(c.tracesPasswordFile, envTracesPassword, getenv); err != nil {
+		return s, err
+	}
+	if sec["tracesBearerToken"], err = secret(c.tracesTokenFile, envTracesToken, getenv); err != nil {
+		return s, err
+	}
+	raw, err := json.Marshal(jd)
+	if err != nil {
+		return s, err
+	}
+	s.UID, s.Name, s.Type = "vllm-diagnose", "vLLM Diagnosis (vllm-diagnose)", "seed-vllm-datasource"
+	s.URL, s.JSONData, s.DecryptedSecureJSONData, s.Updated = c.prometheus, raw, sec, time.Now()
+	return s, nil
+}
