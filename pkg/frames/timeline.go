@@ -68,14 +68,16 @@ func headlineMappings(rules []diagnosis.Rule) data.ValueMappings {
 // not_applicable) for every rule when the range holds one instance, and otherwise only for the
 // rules that were pending or firing on that instance in the range. When more than ReadableRows
 // rows would be drawn, instances that were ok throughout are dropped, and a notice says how
-// many: at 500 instances the panel shows the ones that had something. The first frame carries every notice of the evaluation.
-func Timeline(res diagnosis.Result) data.Frames {
+// many: at 500 instances the panel shows the ones that had something. With every set, each
+// instance has a field for every rule and none is dropped. The first frame carries every
+// notice of the evaluation.
+func Timeline(res diagnosis.Result, every bool) data.Frames {
 	times := gridTimes(res.Grid)
 	instances := map[string]bool{}
 	for _, tl := range res.Timelines {
 		instances[tl.Key.Instance] = true
 	}
-	allRules := len(instances) == 1
+	allRules := every || len(instances) == 1
 	byKey := map[series.Key][]diagnosis.Finding{}
 	for _, f := range res.Findings {
 		byKey[f.Key] = append(byKey[f.Key], f)

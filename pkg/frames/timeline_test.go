@@ -70,7 +70,7 @@ func rowsOf(t *testing.T, frames data.Frames) []string {
 
 func TestTimelineShowsAHeadlineRowPerInstanceAndOnlyTheRulesThatHappened(t *testing.T) {
 	res := diagnosed(t)
-	frames := Timeline(res)
+	frames := Timeline(res, false)
 	got := rowsOf(t, frames)
 	// The saturated instance's rule row follows its headline; the calm one has only a headline.
 	want := []string{
@@ -105,9 +105,18 @@ func TestTimelineShowsAHeadlineRowPerInstanceAndOnlyTheRulesThatHappened(t *test
 
 func TestTimelineOfOneInstanceShowsEveryRule(t *testing.T) {
 	res := fleetDiagnosed(t, 1)
-	got := rowsOf(t, Timeline(res))
+	got := rowsOf(t, Timeline(res, false))
 	if len(got) != 1+len(res.Rules) {
 		t.Fatalf("rows %v, want the headline and one per rule", got)
+	}
+}
+
+func TestTimelineWithEveryRuleKeepsEveryInstanceAndRule(t *testing.T) {
+	const n = 40
+	res := fleetDiagnosed(t, n)
+	got := rowsOf(t, Timeline(res, true))
+	if len(got) != n*(1+len(res.Rules)) {
+		t.Fatalf("%d rows, want a headline and one row per rule for each of the %d instances", len(got), n)
 	}
 }
 
@@ -115,7 +124,7 @@ func TestTimelineOfALargeFleetDropsTheQuietInstancesWithANotice(t *testing.T) {
 	for _, n := range []int{ReadableRows, 500} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			res := fleetDiagnosed(t, n)
-			frames := Timeline(res)
+			frames := Timeline(res, false)
 			got := rowsOf(t, frames)
 			if len(got) != 2 || !strings.HasPrefix(got[0], "vllm-000:8000") {
 				t.Fatalf("rows %v, want the saturated instance's headline and rule", got)
@@ -130,7 +139,7 @@ func TestTimelineOfALargeFleetDropsTheQuietInstancesWithANotice(t *testing.T) {
 
 func TestTimelineOfASmallFleetKeepsItsQuietInstances(t *testing.T) {
 	n := ReadableRows - 2 // with the saturated instance's rule row: ReadableRows rows
-	got := rowsOf(t, Timeline(fleetDiagnosed(t, n)))
+	got := rowsOf(t, Timeline(fleetDiagnosed(t, n), false))
 	if len(got) != n+1 {
 		t.Fatalf("%d rows, want %d", len(got), n+1)
 	}
@@ -141,7 +150,7 @@ func TestTimelineOfNoInstanceIsOneFrameWithItsNotices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if frames := Timeline(res); len(frames) != 1 || frames[0].Meta == nil {
+	if frames := Timeline(res, false); len(frames) != 1 || frames[0].Meta == nil {
 		t.Fatalf("frames %v", frames)
 	}
 }

@@ -71,6 +71,7 @@ func NewDatasource(ctx context.Context, s backend.DataSourceInstanceSettings) (i
 		ds.settingsErr = fmt.Errorf("cannot build an HTTP client from the data source's settings: %w", err)
 		return ds, nil
 	}
+	client.Transport = serialBodies{next: client.Transport}
 	api, err := promapi.NewClient(promapi.Config{Address: settings.PrometheusURL, Client: client})
 	if err != nil {
 		ds.settingsErr = fmt.Errorf("the Prometheus URL %q is not usable: %w", redacted(settings.PrometheusURL), err)

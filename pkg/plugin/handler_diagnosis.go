@@ -48,7 +48,7 @@ func handleDiagnosis(ctx context.Context, d *Datasource, q backend.DataQuery, qu
 	var out data.Frames
 	switch format {
 	case FormatTimeline:
-		out = frames.Timeline(diag.Result)
+		out = frames.Timeline(diag.Result, query.AllRules)
 	case FormatAlert:
 		out = frames.AlertSeries(diag.Result)
 	case FormatFleet:

@@ -32,6 +32,9 @@ type Query struct {
 	// all), so that one annotation query per severity colours its regions.
 	HeadlineOnly bool     `json:"headlineOnly"`
 	Severities   []string `json:"severities"`
+	// AllRules asks the timeline for every rule of every instance, quiet ones included, as a
+	// program reading the states needs (the CLI); the panel's default shows what happened.
+	AllRules bool `json:"allRules"`
 
 	AnomalousOnly bool    `json:"anomalousOnly"`
 	MinTTFT       float64 `json:"minTtft"`

@@ -251,7 +251,7 @@ func (c *rootCommand) runDiagnosis(ctx context.Context) error {
 	}
 	qs := []query{
 		{refID: "findings", model: c.scope(map[string]any{"queryType": "diagnosis", "format": "findings"}), from: from, to: to},
-		{refID: "timeline", model: c.scope(map[string]any{"queryType": "diagnosis", "format": "timeline"}), from: from, to: to},
+		{refID: "timeline", model: c.scope(map[string]any{"queryType": "diagnosis", "format": "timeline", "allRules": true}), from: from, to: to},
 	}
 	if c.opts.output == outPrometheus {
 		qs = append(qs, query{refID: "alert", model: c.scope(map[string]any{"queryType": "diagnosis", "format": "alert"}), from: from, to: to})
