@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
@@ -167,15 +166,6 @@ func noticesOf(frames data.Frames) []notice {
 func str(r row, key string) string {
 	s, _ := r[key].(string)
 	return s
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // progress is the line that says what is being fetched, on stderr while it is a terminal;

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -42,7 +44,7 @@ func writeOpenMetrics(w io.Writer, alerts data.Frames, at time.Time) error {
 			return fmt.Errorf("internal error: alert series %s holds %T, not numbers", f.Name, last)
 		}
 		m := &dto.Metric{Gauge: &dto.Gauge{Value: proto.Float64(x)}}
-		for _, k := range sortedKeys(v.Labels) {
+		for _, k := range slices.Sorted(maps.Keys(v.Labels)) {
 			m.Label = append(m.Label, &dto.LabelPair{Name: proto.String(k), Value: proto.String(v.Labels[k])})
 		}
 		alert.Metric = append(alert.Metric, m)
