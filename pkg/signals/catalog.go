@@ -2,6 +2,12 @@
 // names a Prometheus actually holds, runs the range queries in parallel (each distinct query
 // once), and aligns the results into a series.Set.
 //
+// The steps are apart: NewPlan writes what a Request will fetch without I/O (the expressions
+// for the detected vocabulary, the ranges and steps, split past Prometheus's 11,000 points and
+// coarse over a lookback, and the instant lookups); Run executes any number of plans in one
+// bounded fan-out and then aligns their answers, with no I/O after the fan-out. Fetch is
+// Detect, NewPlan and Run for one request.
+//
 // Every rate-like signal covers the rate window (Window), in every generation. Where vLLM V0
 // exported only a ratio since the server started (vllm:gpu_prefix_cache_hit_rate), the window's
 // value is derived from it and approximate (see windowedLifetimeRatio and the signal's

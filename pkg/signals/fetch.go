@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -63,13 +62,21 @@ type Request struct {
 	CoarseBefore time.Time
 }
 
-// Result is the aligned signals of a request and what a user should know about them.
+// Result is the aligned signals of a request, the plan they were fetched by, and what a user
+// should know about them.
 type Result struct {
-	Set        *series.Set
-	Notices    []string
+	Set     *series.Set
+	Notices []string
+	// Queries are the plan's range-query expressions (Plan.Exprs).
 	Queries    []string
 	Generation vllm.Generation
 	Window     time.Duration
+	Plan       *Plan
+}
+
+// Config returns what the client's plans depend on besides the request.
+func (c *Client) Config() Config {
+	return Config{Labels: c.labels, Scrape: c.scrape, Matchers: c.base}
 }
 
 // Detect returns which vLLM vocabulary the Prometheus holds, re-checking it after DetectionTTL.
@@ -98,80 +105,109 @@ func (c *Client) Detect(ctx context.Context) (vllm.Detection, error) {
 	return d, nil
 }
 
-// Fetch runs the range queries of a request, each distinct query once and several at a time,
-// and aligns the answers on the request's grid.
+// Fetch plans a request for the vocabulary this Prometheus holds and runs the plan.
 func (c *Client) Fetch(ctx context.Context, req Request) (*Result, error) {
-	if req.Step <= 0 {
-		return nil, backend.PluginError(fmt.Errorf("step must be positive, got %s", req.Step))
+	res, err := c.FetchAll(ctx, req)
+	if err != nil {
+		return nil, err
 	}
-	start, end := req.Start.Truncate(req.Step), req.End.Truncate(req.Step)
-	if !end.After(start) {
-		return nil, backend.PluginError(fmt.Errorf("the time range %s to %s is shorter than one step (%s)", req.Start.Format(time.RFC3339), req.End.Format(time.RFC3339), req.Step))
+	return res[0], nil
+}
+
+// FetchAll plans several requests (the parts of one query) and runs them in one fan-out. A
+// request that cannot be planned fails before any query is sent.
+func (c *Client) FetchAll(ctx context.Context, reqs ...Request) ([]*Result, error) {
+	for _, r := range reqs {
+		if _, err := r.Grid(); err != nil {
+			return nil, err
+		}
 	}
 	det, err := c.Detect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if det.Generation == vllm.GenerationNone {
-		return nil, backend.DownstreamError(fmt.Errorf("%w: check that Prometheus scrapes vLLM's /metrics, that vLLM runs without --disable-log-stats, and that the data source's label matchers %v match its series", ErrNoVLLM, c.base))
+	plans := make([]*Plan, len(reqs))
+	for i, r := range reqs {
+		if plans[i], err = NewPlan(c.Config(), det, r); err != nil {
+			return nil, err
+		}
 	}
-	window := Window(c.scrape, req.Step)
-	b, err := newBuilder(c.labels, Filter{Matchers: c.base, Instance: req.Instance, Model: req.Model}, window)
-	if err != nil {
-		return nil, backend.PluginError(err)
-	}
-	set := series.NewSet(series.NewGrid(start, end, req.Step))
-	res := &Result{Set: set, Generation: det.Generation, Window: window}
+	return c.Run(ctx, plans...)
+}
 
-	plan := c.plan(det, b, req.Signals, set)
-	exprs := make([]string, 0, len(plan))
-	for e := range plan {
-		exprs = append(exprs, e)
-	}
-	sort.Strings(exprs)
-	res.Queries = exprs
-
-	spans := spansOf(start, end, req.Step, req.CoarseBefore, window)
-	matrices := make([][]model.Matrix, len(exprs))
-	warnings := make([][][]string, len(exprs))
+// Run executes plans: every range query (each expression over each range) and instant query
+// of all of them in one fan-out, at most maxParallel in flight; then, without I/O, aligns each
+// plan's answers on its grid.
+func (c *Client) Run(ctx context.Context, plans ...*Plan) ([]*Result, error) {
+	matrices := make([][][]model.Matrix, len(plans))
+	warnings := make([][][][]string, len(plans))
+	configs := make([][]model.Matrix, len(plans))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(maxParallel)
-	for i, e := range exprs {
-		matrices[i], warnings[i] = make([]model.Matrix, len(spans)), make([][]string, len(spans))
-		for k, sp := range spans {
+	for n, p := range plans {
+		matrices[n], warnings[n] = make([][]model.Matrix, len(p.Exprs)), make([][][]string, len(p.Exprs))
+		for i, e := range p.Exprs {
+			matrices[n][i], warnings[n][i] = make([]model.Matrix, len(p.Ranges)), make([][]string, len(p.Ranges))
+			for k, r := range p.Ranges {
+				g.Go(func() error {
+					v, warn, _, err := c.api.QueryRange(gctx, e, v1.Range{Start: r.Start, End: r.End, Step: r.Step})
+					if err != nil {
+						return downstream("range query", err)
+					}
+					m, ok := v.(model.Matrix)
+					if !ok {
+						return backend.DownstreamError(fmt.Errorf("Prometheus answered a range query with a %s instead of a matrix", v.Type()))
+					}
+					matrices[n][i][k], warnings[n][i][k] = r.hold(m, p.Request.Step), warn
+					return nil
+				})
+			}
+		}
+		configs[n] = make([]model.Matrix, len(p.Instant))
+		for k, q := range p.Instant {
 			g.Go(func() error {
-				v, warn, _, err := c.api.QueryRange(gctx, e, v1.Range{Start: sp.start, End: sp.end, Step: sp.step})
+				v, _, _, err := c.api.Query(gctx, q.Expr, q.At)
 				if err != nil {
-					return downstream("range query", err)
+					return downstream("reading vllm:cache_config_info", err)
 				}
-				m, ok := v.(model.Matrix)
-				if !ok {
-					return backend.DownstreamError(fmt.Errorf("Prometheus answered a range query with a %s instead of a matrix", v.Type()))
-				}
-				matrices[i][k], warnings[i][k] = sp.hold(m, req.Step), warn
+				configs[n][k], _ = v.(model.Matrix)
 				return nil
 			})
 		}
 	}
-	if req.CacheConfig {
-		g.Go(func() error { return c.cacheConfig(gctx, b, start, end, set) })
-	}
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
+	out := make([]*Result, len(plans))
+	for n, p := range plans {
+		out[n] = p.align(matrices[n], warnings[n], configs[n])
+	}
+	return out, nil
+}
+
+// align builds a plan's result from its answers, in the plan's order.
+func (p *Plan) align(matrices [][]model.Matrix, warnings [][][]string, configs []model.Matrix) *Result {
+	set := series.NewSet(p.Grid)
+	for sig, reason := range p.Absent {
+		set.Absent[sig] = reason
+	}
+	res := &Result{Set: set, Queries: p.Exprs, Generation: p.Generation, Window: p.Window, Plan: p}
 	hists := map[string]map[series.Key]*histogram{}
-	for i, e := range exprs {
+	for i, e := range p.Exprs {
 		var m model.Matrix
-		for k := range spans {
+		for k := range p.Ranges {
 			res.Notices = appendNew(res.Notices, warnings[i][k]...)
 			m = append(m, matrices[i][k]...)
 		}
-		for _, sig := range plan[e] {
-			c.align(set, sig, m, hists, e)
+		for _, sig := range p.serves[e] {
+			alignSignal(set, p.labels, sig, m, hists, e)
 		}
 	}
-	c.derive(set, req.Signals)
-	for _, sig := range req.Signals {
+	for _, m := range configs {
+		cacheConfigs(set, p.labels, m)
+	}
+	derive(set, p.Request.Signals)
+	for _, sig := range p.Request.Signals {
 		if reason, ok := set.Absent[sig]; ok {
 			res.Notices = append(res.Notices, reason)
 			continue
@@ -180,46 +216,7 @@ func (c *Client) Fetch(ctx context.Context, req Request) (*Result, error) {
 			res.Notices = append(res.Notices, fmt.Sprintf("%s: no data in this range for the selected instances and models", sig))
 		}
 	}
-	return res, nil
-}
-
-// plan maps each distinct PromQL expression to the signals it serves, and records the
-// signals that this Prometheus cannot serve.
-func (c *Client) plan(det vllm.Detection, b builder, wanted []series.Signal, set *series.Set) map[string][]series.Signal {
-	plan := map[string][]series.Signal{}
-	var add func(sig series.Signal)
-	add = func(sig series.Signal) {
-		d, ok := Lookup(sig)
-		if !ok {
-			return
-		}
-		if d.derive != nil {
-			add(d.derive.num)
-			add(d.derive.den)
-			return
-		}
-		var parts []string
-		for _, a := range d.alts {
-			if hasAll(det, a.needs) {
-				parts = append(parts, a.expr(b))
-			}
-		}
-		if len(parts) == 0 {
-			set.Absent[sig] = absentReason(d, det)
-			return
-		}
-		e := strings.Join(parts, " or ")
-		for _, s := range plan[e] {
-			if s == sig {
-				return
-			}
-		}
-		plan[e] = append(plan[e], sig)
-	}
-	for _, s := range wanted {
-		add(s)
-	}
-	return plan
+	return res
 }
 
 func hasAll(det vllm.Detection, needs []string) bool {
@@ -252,14 +249,14 @@ func absentReason(d *Def, det vllm.Detection) string {
 	return fmt.Sprintf("%s: not available: this Prometheus has none of %s", d.Name, strings.Join(parts, "; "))
 }
 
-// align copies a matrix onto the set's grid. A quantile signal's matrix holds bucket rates:
-// its values and bucket intervals are computed from each key's own buckets.
-func (c *Client) align(set *series.Set, sig series.Signal, m model.Matrix, hists map[string]map[series.Key]*histogram, expr string) {
+// alignSignal copies a matrix onto the set's grid. A quantile signal's matrix holds bucket
+// rates: its values and bucket intervals are computed from each key's own buckets.
+func alignSignal(set *series.Set, labels Labels, sig series.Signal, m model.Matrix, hists map[string]map[series.Key]*histogram, expr string) {
 	d, _ := Lookup(sig)
 	if d.q > 0 {
 		h, ok := hists[expr]
 		if !ok {
-			h = histograms(m, c.labels, set.Grid)
+			h = histograms(m, labels, set.Grid)
 			hists[expr] = h
 		}
 		for key, hist := range h {
@@ -270,7 +267,7 @@ func (c *Client) align(set *series.Set, sig series.Signal, m model.Matrix, hists
 		return
 	}
 	for _, stream := range m {
-		key := series.Key{Instance: string(stream.Metric[model.LabelName(c.labels.Instance)]), Model: string(stream.Metric[model.LabelName(c.labels.Model)])}
+		key := series.Key{Instance: string(stream.Metric[model.LabelName(labels.Instance)]), Model: string(stream.Metric[model.LabelName(labels.Model)])}
 		s := set.Get(key, sig)
 		if s == nil {
 			s = series.NewSeries(sig, key, set.Grid.Len)
@@ -299,7 +296,7 @@ func nanSlice(n int) []float64 {
 }
 
 // derive computes the signals defined as ratios of others, with their intervals.
-func (c *Client) derive(set *series.Set, wanted []series.Signal) {
+func derive(set *series.Set, wanted []series.Signal) {
 	for _, sig := range wanted {
 		d, ok := Lookup(sig)
 		if !ok || d.derive == nil {
@@ -343,29 +340,16 @@ func hasAny(set *series.Set, sig series.Signal) bool {
 	return false
 }
 
-// cacheConfig reads vllm:cache_config_info, which has no model label, per instance. A restart
-// with other flags leaves the old configuration's series in the range too, so each instance
-// keeps the series sampled last.
-func (c *Client) cacheConfig(ctx context.Context, b builder, start, end time.Time, set *series.Set) error {
-	noModel := builder{labels: b.labels, window: b.window}
-	for _, m := range b.matchers {
-		if !strings.HasPrefix(m, b.labels.Model+"=") && !strings.HasPrefix(m, b.labels.Model+"!") {
-			noModel.matchers = append(noModel.matchers, m)
-		}
-	}
-	rng := model.Duration(end.Sub(start) + c.scrape)
-	expr := fmt.Sprintf("%s[%s]", noModel.sel(vllm.CacheConfigInfo), rng)
-	v, _, _, err := c.api.Query(ctx, expr, end)
-	if err != nil {
-		return downstream("reading vllm:cache_config_info", err)
-	}
-	m, _ := v.(model.Matrix)
+// cacheConfigs reads the answer of the cache-configuration lookup. A restart with other flags
+// leaves the old configuration's series in the range too, so each instance keeps the series
+// sampled last.
+func cacheConfigs(set *series.Set, l Labels, m model.Matrix) {
 	newest := map[string]model.Time{}
 	for _, s := range m {
 		if len(s.Values) == 0 {
 			continue
 		}
-		instance := string(s.Metric[model.LabelName(b.labels.Instance)])
+		instance := string(s.Metric[model.LabelName(l.Instance)])
 		last := s.Values[len(s.Values)-1].Timestamp
 		if seen, ok := newest[instance]; ok && seen >= last {
 			continue
@@ -377,7 +361,6 @@ func (c *Client) cacheConfig(ctx context.Context, b builder, start, end time.Tim
 		}
 		set.CacheConfig[instance] = vllm.ParseCacheConfig(labels)
 	}
-	return nil
 }
 
 // downstream marks a Prometheus failure as the downstream service's, with what we were doing.

@@ -143,10 +143,10 @@ func TestSpansCoverTheGridOnceWithinPrometheusesLimit(t *testing.T) {
 			covered := map[time.Time]int{}
 			coarse := 0
 			for _, sp := range spans {
-				if n := int(sp.end.Sub(sp.start)/sp.step) + 1; n > maxPoints {
+				if n := int(sp.End.Sub(sp.Start)/sp.Step) + 1; n > maxPoints {
 					t.Fatalf("span of %d points", n)
 				}
-				for at := sp.start; !at.After(sp.end); at = at.Add(sp.step) {
+				for at := sp.Start; !at.After(sp.End); at = at.Add(sp.Step) {
 					if sp.holdSteps > 1 {
 						coarse++
 					}

@@ -11,21 +11,12 @@ import (
 // are split into range queries fetched in parallel.
 const maxPoints = 11000
 
-// span is one range query's range: from start to end every step, each point's value held for
-// the next holdSteps−1 grid steps (1: no hold), up to before.
-type span struct {
-	start, end time.Time
-	step       time.Duration
-	holdSteps  int
-	before     time.Time
-}
-
 // spansOf splits a grid into range queries: the points before coarseBefore at the largest
 // multiple of the step that does not exceed the rate window (so that every sample still falls
 // in some window and the PromQL, whose window follows the grid's step, is the same), the rest
 // at the step; each part in pieces of at most maxPoints points.
-func spansOf(start, end time.Time, step time.Duration, coarseBefore time.Time, window time.Duration) []span {
-	var out []span
+func spansOf(start, end time.Time, step time.Duration, coarseBefore time.Time, window time.Duration) []Range {
+	var out []Range
 	fine := start
 	if k := int(window / step); k > 1 && coarseBefore.After(start) {
 		coarse := time.Duration(k) * step
@@ -35,21 +26,21 @@ func spansOf(start, end time.Time, step time.Duration, coarseBefore time.Time, w
 		if fine.After(end) {
 			fine, last = end.Add(step), end
 		}
-		out = append(out, split(span{start: start, end: last, step: coarse, holdSteps: k, before: fine})...)
+		out = append(out, split(Range{Start: start, End: last, Step: coarse, holdSteps: k, before: fine})...)
 	}
 	if !fine.After(end) {
-		out = append(out, split(span{start: fine, end: end, step: step, holdSteps: 1})...)
+		out = append(out, split(Range{Start: fine, End: end, Step: step, holdSteps: 1})...)
 	}
 	return out
 }
 
-func split(sp span) []span {
-	var out []span
-	for from := sp.start; !from.After(sp.end); from = from.Add(maxPoints * sp.step) {
+func split(sp Range) []Range {
+	var out []Range
+	for from := sp.Start; !from.After(sp.End); from = from.Add(maxPoints * sp.Step) {
 		part := sp
-		part.start = from
-		if to := from.Add((maxPoints - 1) * sp.step); to.Before(sp.end) {
-			part.end = to
+		part.Start = from
+		if to := from.Add((maxPoints - 1) * sp.Step); to.Before(sp.End) {
+			part.End = to
 		}
 		out = append(out, part)
 	}
@@ -57,7 +48,7 @@ func split(sp span) []span {
 }
 
 // hold copies each sample of a coarse span onto the grid steps it stands for.
-func (sp span) hold(m model.Matrix, step time.Duration) model.Matrix {
+func (sp Range) hold(m model.Matrix, step time.Duration) model.Matrix {
 	if sp.holdSteps <= 1 {
 		return m
 	}
