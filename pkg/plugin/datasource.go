@@ -1,6 +1,8 @@
 // Package plugin is the Grafana adapter of vLLM Diagnosis, and only that: it reads the data
 // source's settings, routes each query by its queryType to one handler, answers health checks
-// and serves the resource routes that editors and template variables call.
+// and serves the resource routes that editors and template variables call. A handler plans its
+// query (pkg/plan), has the plan fetched (signals.Client.FetchAll), evaluates the answer and
+// builds the frames.
 package plugin
 
 import (
@@ -167,17 +169,4 @@ func errorResponse(err error) backend.DataResponse {
 // CallResource serves the routes that editors and template variables call.
 func (d *Datasource) CallResource(ctx context.Context, req *backend.CallResourceRequest, sender backend.CallResourceResponseSender) error {
 	return d.resources.CallResource(ctx, req, sender)
-}
-
-// step chooses the range-query step: Grafana's interval, but never finer than the scrape
-// interval (no new data in between) nor so fine that a series passes Prometheus's 11,000 points.
-func (d *Datasource) step(q backend.DataQuery) time.Duration {
-	step := q.Interval
-	if step < d.settings.ScrapeInterval {
-		step = d.settings.ScrapeInterval
-	}
-	if min := q.TimeRange.Duration() / 11000; step < min {
-		step = min
-	}
-	return step.Round(time.Second)
 }

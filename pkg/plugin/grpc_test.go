@@ -16,6 +16,7 @@ import (
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 
+	"github.com/seed/vllm-datasource/pkg/plan"
 	"github.com/seed/vllm-datasource/pkg/series"
 	"github.com/seed/vllm-datasource/pkg/signals"
 )
@@ -259,14 +260,14 @@ func signalsWithoutNamesAnswerTheDefaults(t *testing.T, e *env) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			res := e.query(t, pluginContext(e.v1.URL, nil), e.dataQuery("A", q))
-			var got []string
+			var got []series.Signal
 			for _, f := range okResponse(t, res, "A").Frames {
-				if !slices.Contains(got, f.Name) {
-					got = append(got, f.Name)
+				if !slices.Contains(got, series.Signal(f.Name)) {
+					got = append(got, series.Signal(f.Name))
 				}
 			}
-			if !slices.Equal(got, defaultSignals) {
-				t.Errorf("signals %v, want the defaults %v in order", got, defaultSignals)
+			if !slices.Equal(got, plan.DefaultSignals) {
+				t.Errorf("signals %v, want the defaults %v in order", got, plan.DefaultSignals)
 			}
 		})
 	}

@@ -8,9 +8,9 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
-	"github.com/seed/vllm-datasource/pkg/correlate"
 	"github.com/seed/vllm-datasource/pkg/diagnosis"
 	"github.com/seed/vllm-datasource/pkg/frames"
+	"github.com/seed/vllm-datasource/pkg/plan"
 	"github.com/seed/vllm-datasource/pkg/series"
 	"github.com/seed/vllm-datasource/pkg/signals"
 )
@@ -65,6 +65,12 @@ func handleDiagnosis(ctx context.Context, d *Datasource, q backend.DataQuery, qu
 		}
 		out = data.Frames{frames.Findings(res)}
 	}
+	for _, f := range out {
+		if f.Meta == nil {
+			f.Meta = &data.FrameMeta{}
+		}
+		f.Meta.ExecutedQueryString = diag.Executed
+	}
 	if diag.Shared {
 		markShared(out, diag.EvaluatedAt)
 	}
@@ -101,33 +107,30 @@ type Diagnosis struct {
 	Result diagnosis.Result
 	Set    *series.Set
 	Fetch  *signals.Result
+	// Executed is the plan as fetched, for the frames' executedQueryString.
+	Executed string
 	// EvaluatedAt is when the evaluation ran; Shared says whether another query got it too.
 	EvaluatedAt time.Time
 	Shared      bool
 }
 
-// diagnose fetches what the rules need (plus extra signals for the caller), from early enough
-// for their baselines and pending periods, and evaluates the rules over the query's range
-// (aligned on the step). The queries of one refresh share the evaluation: every caller's
-// signals are fetched with the request join's, so that the requests table shares it too.
+// diagnose plans the evaluation of rules over a query's range (plan.NewDiagnosis: what the
+// rules need, plus extra signals for the caller, from early enough for their baselines and
+// pending periods), then fetches and evaluates it. The queries of one refresh share the
+// evaluation: every caller's signals are fetched with the request join's, so that the requests
+// table shares it too.
 func (d *Datasource) diagnose(ctx context.Context, q backend.DataQuery, query Query, rules []string, extra []series.Signal) (*Diagnosis, error) {
-	step := d.step(q)
-	if q.TimeRange.Duration() < step {
-		return nil, backend.PluginError(fmt.Errorf("the time range (%s) is shorter than one step (%s): widen it", q.TimeRange.Duration(), step))
-	}
-	wanted, err := diagnosis.RequiredSignals(rules)
+	p, err := plan.NewDiagnosis(d.planSettings(), scopeOf(q, query), rules, extra)
 	if err != nil {
-		return nil, backend.PluginError(err)
+		return nil, err
 	}
-	wanted = appendMissing(appendMissing(wanted, correlate.Signals()), extra)
-	from, to := q.TimeRange.From.Truncate(step), q.TimeRange.To.Truncate(step)
-	names := make([]string, len(wanted))
-	for i, s := range wanted {
+	names := make([]string, len(p.Signals))
+	for i, s := range p.Signals {
 		names[i] = string(s)
 	}
-	key := newEvalKey(rules, names, query.Instance, query.Model, step, from, to)
+	key := newEvalKey(p.Rules, names, query.Instance, query.Model, p.Step, p.From, p.To)
 	diag, shared, err := d.evals.get(ctx, key, func(ctx context.Context) (*Diagnosis, error) {
-		return d.evaluate(ctx, query, rules, wanted, step, from, to)
+		return d.evaluate(ctx, p)
 	})
 	if err != nil {
 		return nil, err
@@ -137,44 +140,15 @@ func (d *Datasource) diagnose(ctx context.Context, q backend.DataQuery, query Qu
 	return &mine, nil
 }
 
-// evaluate is one evaluation: the fetch and the rules over it.
-func (d *Datasource) evaluate(ctx context.Context, query Query, rules []string, wanted []series.Signal, step time.Duration, from, to time.Time) (*Diagnosis, error) {
-	opts := diagnosis.Options{Rules: rules, Thresholds: d.settings.Thresholds, EvalFrom: from}
-	lookback, err := diagnosis.Lookback(opts)
-	if err != nil {
-		return nil, backend.PluginError(err)
-	}
-	res, err := d.prom.Fetch(ctx, signals.Request{
-		Signals:     wanted,
-		Start:       from.Add(-lookback),
-		End:         to,
-		Step:        step,
-		Instance:    query.Instance,
-		Model:       query.Model,
-		CacheConfig: true,
-		// The lookback only feeds baselines and pending periods: read it coarsely.
-		CoarseBefore: from,
-	})
+// evaluate is one evaluation: the plan's fetch and the rules over it.
+func (d *Datasource) evaluate(ctx context.Context, p plan.Diagnosis) (*Diagnosis, error) {
+	res, err := d.prom.Fetch(ctx, p.Metrics)
 	if err != nil {
 		return nil, err
 	}
-	result, err := diagnosis.Evaluate(res.Set, opts)
+	result, err := diagnosis.Evaluate(res.Set, p.Options)
 	if err != nil {
 		return nil, backend.PluginError(err)
 	}
-	return &Diagnosis{Result: result, Set: res.Set, Fetch: res, EvaluatedAt: time.Now()}, nil
-}
-
-func appendMissing(list, extra []series.Signal) []series.Signal {
-	seen := make(map[series.Signal]bool, len(list))
-	for _, s := range list {
-		seen[s] = true
-	}
-	for _, s := range extra {
-		if !seen[s] {
-			list = append(list, s)
-			seen[s] = true
-		}
-	}
-	return list
+	return &Diagnosis{Result: result, Set: res.Set, Fetch: res, Executed: p.Executed(res.Plan), EvaluatedAt: time.Now()}, nil
 }

@@ -283,37 +283,6 @@ func addressOf(change string) string {
 	return verdictChanges[change].address
 }
 
-func TestBaselineWindowReadsAbsoluteAndRelativeTimes(t *testing.T) {
-	now := time.Date(2026, 8, 8, 12, 0, 0, 0, time.UTC)
-	current := verdict.Window{From: now.Add(-time.Hour), To: now}
-	week := now.Add(-7 * 24 * time.Hour)
-	cases := []struct {
-		name, from, to string
-		want           verdict.Window
-	}{
-		{"RFC 3339", "2026-08-01T10:00:00Z", "2026-08-01T11:30:00Z",
-			verdict.Window{From: time.Date(2026, 8, 1, 10, 0, 0, 0, time.UTC), To: time.Date(2026, 8, 1, 11, 30, 0, 0, time.UTC)}},
-		{"Grafana relative time", "now-7d", "now-7d+2h", verdict.Window{From: week, To: week.Add(2 * time.Hour)}},
-		{"without baselineTo the baseline lasts as long as the range", "now-7d", "", verdict.Window{From: week, To: week.Add(time.Hour)}},
-		{"epoch milliseconds", "1785578400000", "1785582000000", verdict.Window{From: time.UnixMilli(1785578400000), To: time.UnixMilli(1785582000000)}},
-		{"ending where the range starts", "now-2h", "now-1h", verdict.Window{From: now.Add(-2 * time.Hour), To: now.Add(-time.Hour)}},
-		{"touching the range as Grafana's and the plugin's now differ", "2026-08-08T10:00:00Z", "2026-08-08T11:00:00.250Z", verdict.Window{From: now.Add(-2 * time.Hour), To: now.Add(-time.Hour)}},
-		{"without either end, the window just before the range", "", "", verdict.Window{From: now.Add(-2 * time.Hour), To: now.Add(-time.Hour)}},
-		{"baselineTo alone: as long as the range", "", "now-1d", verdict.Window{From: now.Add(-25 * time.Hour), To: now.Add(-24 * time.Hour)}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got, err := baselineWindow(Query{BaselineFrom: c.from, BaselineTo: c.to}, current, now)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !got.From.Equal(c.want.From) || !got.To.Equal(c.want.To) {
-				t.Errorf("baseline %v to %v, want %v to %v", got.From, got.To, c.want.From, c.want.To)
-			}
-		})
-	}
-}
-
 func TestVerdictBadInputIsAPluginErrorPerQuery(t *testing.T) {
 	client := grpcPlugin(t)
 	now := time.Now()

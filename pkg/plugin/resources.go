@@ -8,6 +8,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 
 	"github.com/seed/vllm-datasource/pkg/diagnosis"
+	"github.com/seed/vllm-datasource/pkg/plan"
 	"github.com/seed/vllm-datasource/pkg/signals"
 )
 
@@ -15,12 +16,8 @@ import (
 // the signal catalog and the rule catalog with the thresholds in force.
 func (d *Datasource) routes() *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /instances", d.listing(func(r *http.Request, start, end time.Time) ([]string, error) {
-		return d.prom.Instances(r.Context(), r.URL.Query().Get("model"), start, end)
-	}))
-	mux.HandleFunc("GET /models", d.listing(func(r *http.Request, start, end time.Time) ([]string, error) {
-		return d.prom.Models(r.Context(), r.URL.Query().Get("instance"), start, end)
-	}))
+	mux.HandleFunc("GET /instances", d.listing(plan.VariableInstances, "model"))
+	mux.HandleFunc("GET /models", d.listing(plan.VariableModels, "instance"))
 	mux.HandleFunc("GET /signals", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, signals.Catalog)
 	})
@@ -35,27 +32,24 @@ func (d *Datasource) routes() *http.ServeMux {
 	return mux
 }
 
-type listFunc func(r *http.Request, start, end time.Time) ([]string, error)
-
-// listing serves a list of label values; from and to (unix milliseconds, as Grafana's
-// variable queries send them) bound the search, else the last 24 hours.
-func (d *Datasource) listing(list listFunc) http.HandlerFunc {
+// listing serves a template variable's (or an editor picker's) values: the label values of
+// kind, filtered by the filter parameter; from and to (unix milliseconds, as Grafana's
+// variable queries send them) bound the search, else the last 24 hours (plan.NewVariables).
+func (d *Datasource) listing(kind, filter string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if d.settingsErr != nil {
 			writeError(w, http.StatusBadRequest, "data source settings: "+d.settingsErr.Error())
 			return
 		}
-		end := time.Now()
-		start := end.Add(-24 * time.Hour)
-		if ms, ok := millis(r.URL.Query().Get("from")); ok {
-			start = ms
-		}
-		if ms, ok := millis(r.URL.Query().Get("to")); ok {
-			end = ms
-		}
-		vals, err := list(r, start, end)
+		params := r.URL.Query()
+		p, err := plan.NewVariables(d.planSettings(), kind, params.Get(filter), millis(params.Get("from")), millis(params.Get("to")), time.Now())
 		if err != nil {
-			// A filter that is not a valid regex is the caller's; only Prometheus's failures are a bad gateway.
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		vals, err := d.prom.LabelValues(r.Context(), p.Lookup)
+		if err != nil {
+			// Only Prometheus's failures are a bad gateway.
 			status := http.StatusBadRequest
 			if backend.IsDownstreamError(err) {
 				status = http.StatusBadGateway
@@ -67,12 +61,13 @@ func (d *Datasource) listing(list listFunc) http.HandlerFunc {
 	}
 }
 
-func millis(s string) (time.Time, bool) {
+// millis reads unix milliseconds; the zero time when s is empty or not a number.
+func millis(s string) time.Time {
 	var ms int64
 	if err := json.Unmarshal([]byte(s), &ms); err != nil || s == "" {
-		return time.Time{}, false
+		return time.Time{}
 	}
-	return time.UnixMilli(ms), true
+	return time.UnixMilli(ms)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

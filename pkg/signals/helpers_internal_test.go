@@ -143,7 +143,7 @@ func TestSpansCoverTheGridOnceWithinPrometheusesLimit(t *testing.T) {
 			covered := map[time.Time]int{}
 			coarse := 0
 			for _, sp := range spans {
-				if n := int(sp.End.Sub(sp.Start)/sp.Step) + 1; n > maxPoints {
+				if n := int(sp.End.Sub(sp.Start)/sp.Step) + 1; n > MaxPoints {
 					t.Fatalf("span of %d points", n)
 				}
 				for at := sp.Start; !at.After(sp.End); at = at.Add(sp.Step) {

@@ -7,14 +7,14 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// maxPoints is Prometheus's limit on the points of one range query's series: longer ranges
+// MaxPoints is Prometheus's limit on the points of one range query's series: longer ranges
 // are split into range queries fetched in parallel.
-const maxPoints = 11000
+const MaxPoints = 11000
 
 // spansOf splits a grid into range queries: the points before coarseBefore at the largest
 // multiple of the step that does not exceed the rate window (so that every sample still falls
 // in some window and the PromQL, whose window follows the grid's step, is the same), the rest
-// at the step; each part in pieces of at most maxPoints points.
+// at the step; each part in pieces of at most MaxPoints points.
 func spansOf(start, end time.Time, step time.Duration, coarseBefore time.Time, window time.Duration) []Range {
 	var out []Range
 	fine := start
@@ -36,10 +36,10 @@ func spansOf(start, end time.Time, step time.Duration, coarseBefore time.Time, w
 
 func split(sp Range) []Range {
 	var out []Range
-	for from := sp.Start; !from.After(sp.End); from = from.Add(maxPoints * sp.Step) {
+	for from := sp.Start; !from.After(sp.End); from = from.Add(MaxPoints * sp.Step) {
 		part := sp
 		part.Start = from
-		if to := from.Add((maxPoints - 1) * sp.Step); to.Before(sp.End) {
+		if to := from.Add((MaxPoints - 1) * sp.Step); to.Before(sp.End) {
 			part.End = to
 		}
 		out = append(out, part)

@@ -2,7 +2,10 @@ package verdict
 
 import (
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend/gtime"
 )
 
 // Touch is how far a baseline may reach into the current window and still count as ending
@@ -32,6 +35,38 @@ func CheckBaseline(b, current Window) (Window, error) {
 		b.To = current.From
 	}
 	return b, nil
+}
+
+// ParseBaseline reads a query's baseline (RFC 3339, epoch milliseconds, or Grafana's relative
+// time such as now-7d) and checks it lies before the current window (CheckBaseline). A
+// baseline given by one end lasts as long as the current window; without either end it is the
+// window just before the current one (Before), so a verdict panel answers with its defaults.
+func ParseBaseline(from, to string, current Window, now time.Time) (Window, error) {
+	const forms = "RFC 3339 such as 2026-08-01T10:00:00Z, or relative such as now-7d"
+	tr := gtime.TimeRange{From: strings.TrimSpace(from), To: strings.TrimSpace(to), Now: now}
+	length := current.To.Sub(current.From)
+	var b Window
+	var err error
+	switch {
+	case tr.From == "" && tr.To == "":
+		return Before(current), nil
+	case tr.From == "":
+		if b.To, err = tr.ParseTo(); err != nil {
+			return Window{}, fmt.Errorf("baselineTo %q is not a time: write %s", to, forms)
+		}
+		b.From = b.To.Add(-length)
+	default:
+		if b.From, err = tr.ParseFrom(); err != nil {
+			return Window{}, fmt.Errorf("baselineFrom %q is not a time: write %s", from, forms)
+		}
+		b.To = b.From.Add(length)
+		if tr.To != "" {
+			if b.To, err = tr.ParseTo(); err != nil {
+				return Window{}, fmt.Errorf("baselineTo %q is not a time: write %s", to, forms)
+			}
+		}
+	}
+	return CheckBaseline(b, current)
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }

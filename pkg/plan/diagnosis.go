@@ -1,0 +1,74 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+
+	"github.com/seed/vllm-datasource/pkg/correlate"
+	"github.com/seed/vllm-datasource/pkg/diagnosis"
+	"github.com/seed/vllm-datasource/pkg/series"
+	"github.com/seed/vllm-datasource/pkg/signals"
+)
+
+// Diagnosis is the plan of one evaluation of the matrix: the rules, the range they are
+// evaluated over (aligned on the step), and the one request that fetches their signals from
+// early enough for their baselines and pending periods.
+type Diagnosis struct {
+	Rules []string
+	// Signals are every signal fetched: the rules', the request join's, then the caller's.
+	Signals  []series.Signal
+	Step     time.Duration
+	From, To time.Time
+	// Lookback is how much before From is fetched (diagnosis.Lookback); it is read coarsely.
+	Lookback time.Duration
+	Options  diagnosis.Options
+	Metrics  signals.Request
+}
+
+// NewDiagnosis plans the evaluation of rules (empty: all) over a query's scope, fetching extra
+// signals beside theirs for the caller. The request join's signals are always fetched, so that
+// the diagnosis and requests queries of one refresh share one evaluation.
+func NewDiagnosis(s Settings, sc Scope, rules []string, extra []series.Signal) (Diagnosis, error) {
+	step := Step(s, sc)
+	if sc.To.Sub(sc.From) < step {
+		return Diagnosis{}, backend.PluginError(fmt.Errorf("the time range (%s) is shorter than one step (%s): widen it", sc.To.Sub(sc.From), step))
+	}
+	wanted, err := diagnosis.RequiredSignals(rules)
+	if err != nil {
+		return Diagnosis{}, backend.PluginError(err)
+	}
+	wanted = appendMissing(appendMissing(wanted, correlate.Signals()), extra)
+	from, to := sc.From.Truncate(step), sc.To.Truncate(step)
+	opts := diagnosis.Options{Rules: rules, Thresholds: s.Thresholds, EvalFrom: from}
+	lookback, err := diagnosis.Lookback(opts)
+	if err != nil {
+		return Diagnosis{}, backend.PluginError(err)
+	}
+	return Diagnosis{Rules: rules, Signals: wanted, Step: step, From: from, To: to, Lookback: lookback, Options: opts,
+		Metrics: signals.Request{
+			Signals:     wanted,
+			Start:       from.Add(-lookback),
+			End:         to,
+			Step:        step,
+			Instance:    sc.Instance,
+			Model:       sc.Model,
+			CacheConfig: true,
+			// The lookback only feeds baselines and pending periods: read it coarsely.
+			CoarseBefore: from,
+		}}, nil
+}
+
+// Executed is the plan as fetched, for the frames' executedQueryString.
+func (p Diagnosis) Executed(fetched *signals.Plan) string {
+	rules := "every rule"
+	if len(p.Rules) > 0 {
+		rules = "rules " + strings.Join(p.Rules, ", ")
+	}
+	return fmt.Sprintf("Diagnosis of %s from %s to %s every %s, after a lookback of %s for baselines and pending periods.\n%s",
+		rules, stamp(p.From), stamp(p.To), p.Step, p.Lookback, fetched)
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }

@@ -1,0 +1,24 @@
+package plugin
+
+import (
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+
+	"github.com/seed/vllm-datasource/pkg/plan"
+)
+
+// planSettings are the data source settings that query plans depend on.
+func (d *Datasource) planSettings() plan.Settings {
+	return plan.Settings{Metrics: d.prom.Config(), Thresholds: d.settings.Thresholds}
+}
+
+// scopeOf is a query's range, Grafana's interval for it, and its filters, as plans read them.
+func scopeOf(q backend.DataQuery, query Query) plan.Scope {
+	return plan.Scope{From: q.TimeRange.From, To: q.TimeRange.To, Interval: q.Interval, Instance: query.Instance, Model: query.Model}
+}
+
+// step is the range-query step of a query (plan.Step).
+func (d *Datasource) step(q backend.DataQuery) time.Duration {
+	return plan.Step(d.planSettings(), scopeOf(q, Query{}))
+}
