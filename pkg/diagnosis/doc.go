@@ -11,6 +11,8 @@
 //	    Rules: ids, Thresholds: th, MinRequests: 20, Baseline: time.Hour, EvalFrom: from})
 //	entries, err := diagnosis.Catalog(th)                   // the `GET rules` resource, thresholds in force
 //
+// pkg/plan calls RequiredSignals and Lookback to plan a diagnosis query's fetch.
+//
 // Result holds Findings (the `findings` format and annotations), Timelines (the `timeline`
 // format: every rule's State per step and key), Alerts (the `alert` format: 1 while a condition
 // holds, else 0, per rule, key and severity) and Notices (insufficient data, not applicable),
