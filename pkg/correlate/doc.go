@@ -21,7 +21,7 @@
 // by start, are scanned up to the first that starts after it ends. The cost is O(R·F_i + S +
 // the grid steps the requests span), S being the samples of the joined series and F_i the
 // findings of one instance (a handful): two passes over the requests (build the rows, then flag
-// them against the window), no query and no allocation per request.
+// them against the window), no query per request and no allocation but a flagged one's reasons.
 //
 // Requests without a model (vLLM's current spans carry none) take their instance's model from
 // the metrics when the instance serves exactly one; with several, the model stays empty, the
