@@ -199,7 +199,9 @@ func fleetDrillDown(t *testing.T, b *fleetBed) {
 	if ann.Error != nil || len(ann.Frames) != 1 || ann.Frames[0].Name != "request" || ann.Frames[0].Meta != nil {
 		t.Errorf("explain annotation: %v, %d frames; want the request's interval alone, a plain frame as annotation queries read", ann.Error, len(ann.Frames))
 	}
-	t.Run("the answer reads as one explanation over the request's window", func(t *testing.T) { fleetExplainShape(t, explain(map[string]any{"traceId": cellString(f, "trace_id", 0)})) })
+	t.Run("the answer reads as one explanation over the request's window", func(t *testing.T) {
+		fleetExplainShape(t, explain(map[string]any{"traceId": cellString(f, "trace_id", 0)}))
+	})
 }
 
 // fleetExplainShape checks what Explore shows of an explain answer asked over the whole run, as
