@@ -40,10 +40,11 @@ const (
 //
 // The metrics come first: they name the instances that match the query's filters (the trace
 // backends can only match exact instance values, and V1 spans carry no model) and give each
-// instance's typical TTFT. The searches then carry the filters to the backend, one per
+// instance's typical TTFT and its findings. The searches then carry the filters to the
+// backend: first one per interval where a finding fires, for its instance, then one per
 // instance and sub-window, so that no filter runs after a backend's limit, plus one per
 // instance and sub-window for its requests above the instance's threshold, so that the
-// slowest requests of the range are found whatever the limit.
+// slowest requests of the range are found whatever the limit (planSearches).
 func handleRequests(ctx context.Context, d *Datasource, q backend.DataQuery, query Query) backend.DataResponse {
 	if d.traces == nil {
 		return badQuery(errNoTraces)
