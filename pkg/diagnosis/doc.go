@@ -88,7 +88,8 @@
 //     restart is unknown, a zero rate is false, and a short burst cannot last `for`.
 //   - Specific causes outrank symptoms: a prefill_bound, decode_bound or token_budget_starved
 //     finding (and the rows linked below) that overlaps (in time, on the same instance) a finding of a cause that produces it
-//     (see explainedBy) becomes secondary: severity info, SecondaryTo the cause's id. The
+//     (see explainedBy) becomes secondary: severity info, SecondaryTo the cause's id (followed
+//     to the root when that cause is itself secondary, so that it names a primary finding). The
 //     alert series are not affected. Three links go beyond DESIGN §4's list, each where one
 //     mechanism produces both rows. prefill_blocking is secondary to token_budget_starved: a
 //     budget of a few dozen tokens serialises prefills (each takes many steps and the next

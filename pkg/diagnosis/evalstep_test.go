@@ -75,3 +75,22 @@ func TestReportFoldsEvaluatedStepsOntoThePanelStep(t *testing.T) {
 		}
 	}
 }
+
+// A symptom explained by a cause that is itself secondary names the primary cause at the end
+// of the chain.
+func TestSecondaryNamesThePrimaryCauseAtTheEndOfTheChain(t *testing.T) {
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	decode := &Finding{Rule: DecodeBound, Key: keyA, Start: at(0), End: at(40), Severity: Warning}
+	budget := &Finding{Rule: TokenBudgetStarved, Key: keyA, Start: at(5), End: at(20), Severity: Warning}
+	prefill := &Finding{Rule: PrefillBound, Key: keyA, Start: at(5), End: at(40), Severity: Warning}
+	got := map[string]string{}
+	for _, f := range settle([]*Finding{prefill, budget, decode}) {
+		got[f.Rule] = f.SecondaryTo
+	}
+	want := map[string]string{DecodeBound: "", TokenBudgetStarved: DecodeBound, PrefillBound: DecodeBound}
+	for rule, w := range want {
+		if got[rule] != w {
+			t.Errorf("%s secondary to %q, want %q", rule, got[rule], w)
+		}
+	}
+}
