@@ -35,9 +35,7 @@ const (
 // one of them fires on the same instance, the symptom is reported as secondary to it (DESIGN §4,
 // "specific causes outrank symptoms").
 var explainedBy = map[string][]string{
-	// A decode-bound batch slows every engine step, the prefill steps too (chunked prefill mixes
-	// them): TTFT and the prefill time grow with it, while the prompts stay as they were.
-	PrefillBound: {KVCacheSaturated, PreemptionsFreeCache, PastTheKnee, QueueWithFreeCache, PrefixCacheMiss, PrefillBlocking, TokenBudgetStarved, DecodeBound},
+	PrefillBound: {KVCacheSaturated, PreemptionsFreeCache, PastTheKnee, QueueWithFreeCache, PrefixCacheMiss, PrefillBlocking, TokenBudgetStarved},
 	// Prompts that miss the prefix cache are prefilled whole, in the same steps as the decoding
 	// sequences (chunked prefill mixes them), so every decode step grows with them.
 	DecodeBound: {KVCacheSaturated, PreemptionsFreeCache, PastTheKnee, SpecDecodeInefficient, PrefixCacheMiss},
