@@ -76,6 +76,8 @@ const (
 	unexpected
 )
 
+func (j judgement) String() string { return [...]string{"hit", "part", "neutral", "unexpected"}[j] }
+
 // judge compares a finding with the ground truth, allowing slack beyond each rule's `for` (one
 // step at coarse zooms). It returns the index of the true fault it reports, or -1.
 func judge(f finding, truth []sim.Finding, forOf map[string]time.Duration, slack time.Duration) (judgement, int) {
