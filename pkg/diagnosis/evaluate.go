@@ -38,7 +38,7 @@ type Options struct {
 
 // Defaults of Options.
 const (
-	DefaultMinRequests = 20
+	DefaultMinRequests = series.MinRequests
 	DefaultBaseline    = time.Hour
 )
 

@@ -290,14 +290,6 @@ func (c *Client) align(set *series.Set, sig series.Signal, m model.Matrix, hists
 	}
 }
 
-func nanSlice(n int) []float64 {
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = math.NaN()
-	}
-	return v
-}
-
 // derive computes the signals defined as ratios of others, with their intervals.
 func (c *Client) derive(set *series.Set, wanted []series.Signal) {
 	for _, sig := range wanted {
@@ -313,7 +305,7 @@ func (c *Client) derive(set *series.Set, wanted []series.Signal) {
 			s := series.NewSeries(sig, key, set.Grid.Len)
 			bounded := num.HasBounds() && den.HasBounds()
 			if bounded {
-				s.Lower, s.Upper = nanSlice(set.Grid.Len), nanSlice(set.Grid.Len)
+				s.Lower, s.Upper = series.NaNs(set.Grid.Len), series.NaNs(set.Grid.Len)
 			}
 			for i := range s.Values {
 				s.Values[i] = num.Values[i] / den.Values[i]
