@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/seed/vllm-datasource/pkg/vllm"
 )
 
 // Labels names the Prometheus labels that identify a vLLM instance and model.
@@ -18,7 +20,7 @@ type Labels struct {
 }
 
 // DefaultLabels are Prometheus's and vLLM's own names.
-var DefaultLabels = Labels{Instance: "instance", Model: "model_name"}
+var DefaultLabels = Labels{Instance: model.InstanceLabel, Model: vllm.LabelModelName}
 
 // Filter selects the vLLM series of a query.
 type Filter struct {
