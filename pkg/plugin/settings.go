@@ -12,6 +12,7 @@ import (
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/backend/httpclient"
+	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/seed/vllm-datasource/pkg/diagnosis"
 	"github.com/seed/vllm-datasource/pkg/signals"
@@ -88,7 +89,7 @@ type Settings struct {
 	TracesBasicAuthUser   string
 	TracesDatasourceUID   string
 	ScrapeInterval        time.Duration
-	LabelMatchers         []string
+	LabelMatchers         []*labels.Matcher
 	Labels                signals.Labels
 	ServiceName           string
 	SpanName              string
