@@ -8,6 +8,13 @@
 // description). A V0 server without the spec-decode token counters has only its lifetime
 // acceptance gauge (vllm:spec_decode_draft_acceptance_rate), used as the acceptance rate's
 // fallback. Quantile signals are computed here from each series' own bucket rates (quantile.go).
+//
+// The PromQL is written through the Prometheus parser's types: matchers are labels.Matchers
+// (the settings' labelMatchers as the parser read them, the instance and model filters as
+// regex matchers), selectors the AST's VectorSelector and MatrixSelector printed by their
+// String(), and windows model.Durations; the functions around them are fixed text. Prometheus's
+// failures are marked with the SDK's backend.DownstreamError, a query it rejects as bad_data
+// with backend.PluginError.
 package signals
 
 import (
