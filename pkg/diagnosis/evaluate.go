@@ -45,7 +45,7 @@ type Options struct {
 
 // Defaults of Options.
 const (
-	DefaultMinRequests = 20
+	DefaultMinRequests = series.MinRequests
 	DefaultBaseline    = time.Hour
 )
 
