@@ -14,13 +14,16 @@ import (
 )
 
 // Diagnosis is the plan of one evaluation of the matrix: the rules, the range they are
-// evaluated over (aligned on the step), and the one request that fetches their signals from
-// early enough for their baselines and pending periods.
+// evaluated over (aligned on the panel's step), the step they run at, and the one request that
+// fetches their signals from early enough for their baselines and pending periods.
 type Diagnosis struct {
 	Rules []string
 	// Signals are every signal fetched: the rules', the request join's, then the caller's.
-	Signals  []series.Signal
+	Signals []series.Signal
+	// Step is the panel's step, that timelines and alert series are reported at; EvalStep the
+	// step the rules run at (diagnosis.EvalStep: fine enough for their `for`), the request's.
 	Step     time.Duration
+	EvalStep time.Duration
 	From, To time.Time
 	// Lookback is how much before From is fetched (diagnosis.Lookback); it is read coarsely.
 	Lookback time.Duration
@@ -42,17 +45,24 @@ func NewDiagnosis(s Settings, sc Scope, rules []string, extra []series.Signal) (
 	}
 	wanted = appendMissing(appendMissing(wanted, correlate.Signals()), extra)
 	from, to := sc.From.Truncate(step), sc.To.Truncate(step)
-	opts := diagnosis.Options{Rules: rules, Thresholds: s.Thresholds, EvalFrom: from}
+	opts := diagnosis.Options{Rules: rules, Thresholds: s.Thresholds, EvalFrom: from,
+		Report: series.NewGrid(from, to, step)}
 	lookback, err := diagnosis.Lookback(opts)
 	if err != nil {
 		return Diagnosis{}, backend.PluginError(err)
 	}
-	return Diagnosis{Rules: rules, Signals: wanted, Step: step, From: from, To: to, Lookback: lookback, Options: opts,
+	// The rules run at the step their `for` needs, as Prometheus' rule engine would; the
+	// timelines and alert series come back at the panel's step.
+	evalStep, err := diagnosis.EvalStep(opts, step, s.Metrics.Scrape, to.Sub(from))
+	if err != nil {
+		return Diagnosis{}, backend.PluginError(err)
+	}
+	return Diagnosis{Rules: rules, Signals: wanted, Step: step, EvalStep: evalStep, From: from, To: to, Lookback: lookback, Options: opts,
 		Metrics: signals.Request{
 			Signals:     wanted,
 			Start:       from.Add(-lookback),
 			End:         to,
-			Step:        step,
+			Step:        evalStep,
 			Instance:    sc.Instance,
 			Model:       sc.Model,
 			CacheConfig: true,
@@ -67,8 +77,8 @@ func (p Diagnosis) Executed(fetched *signals.Plan) string {
 	if len(p.Rules) > 0 {
 		rules = "rules " + strings.Join(p.Rules, ", ")
 	}
-	return fmt.Sprintf("Diagnosis of %s from %s to %s every %s, after a lookback of %s for baselines and pending periods.\n%s",
-		rules, stamp(p.From), stamp(p.To), p.Step, p.Lookback, fetched)
+	return fmt.Sprintf("Diagnosis of %s from %s to %s, evaluated every %s and reported every %s, after a lookback of %s for baselines and pending periods.\n%s",
+		rules, stamp(p.From), stamp(p.To), p.EvalStep, p.Step, p.Lookback, fetched)
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/seed/vllm-datasource/pkg/correlate"
 	"github.com/seed/vllm-datasource/pkg/plan"
@@ -18,7 +19,7 @@ import (
 
 var (
 	t0       = time.Date(2026, 8, 8, 10, 0, 0, 0, time.UTC)
-	settings = plan.Settings{Metrics: signals.Config{Labels: signals.DefaultLabels, Scrape: 15 * time.Second, Matchers: []string{`job="vllm"`}}}
+	settings = plan.Settings{Metrics: signals.Config{Labels: signals.DefaultLabels, Scrape: 15 * time.Second, Matchers: mustMatchers(`job="vllm"`)}}
 	// v1 is a Prometheus holding vLLM V1's names for what these tests fetch.
 	v1 = vllm.Detect([]string{vllm.RequestsRunning, vllm.RequestsWaiting, vllm.KVCacheUsage, vllm.TimeToFirstToken + "_bucket", vllm.Preemptions})
 )
@@ -70,8 +71,8 @@ func TestSignalsPlan(t *testing.T) {
 		}},
 		{"named signals with the query's filters", plan.Scope{From: t0, To: t0.Add(time.Hour), Interval: time.Minute, Instance: "vllm-01:8000", Model: "llama|qwen"},
 			[]string{"running", "waiting"}, []series.Signal{series.Running, series.Waiting}, time.Minute, []string{
-				`sum by (instance, model_name) (vllm:num_requests_running{job="vllm", instance=~"vllm-01:8000", model_name=~"llama|qwen"})`,
-				`sum by (instance, model_name) (vllm:num_requests_waiting{job="vllm", instance=~"vllm-01:8000", model_name=~"llama|qwen"})`,
+				`sum by (instance, model_name) (vllm:num_requests_running{instance=~"vllm-01:8000",job="vllm",model_name=~"llama|qwen"})`,
+				`sum by (instance, model_name) (vllm:num_requests_waiting{instance=~"vllm-01:8000",job="vllm",model_name=~"llama|qwen"})`,
 			}},
 	}
 	for _, c := range cases {
@@ -204,9 +205,9 @@ func TestVariablesPlan(t *testing.T) {
 		start, end         time.Time
 	}{
 		{"instances serving a model, over the last day", plan.VariableInstances, "llama", time.Time{}, time.Time{},
-			"instance", `vllm:num_requests_running{job="vllm", model_name=~"llama"}`, now.Add(-24 * time.Hour), now},
+			"instance", `vllm:num_requests_running{job="vllm",model_name=~"llama"}`, now.Add(-24 * time.Hour), now},
 		{"models of an instance, over the panel's range", plan.VariableModels, "vllm-01:8000", t0.Add(-time.Hour), t0,
-			"model_name", `vllm:num_requests_running{job="vllm", instance=~"vllm-01:8000"}`, t0.Add(-time.Hour), t0},
+			"model_name", `vllm:num_requests_running{instance=~"vllm-01:8000",job="vllm"}`, t0.Add(-time.Hour), t0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -269,4 +270,12 @@ func TestPlansRejectBadQueriesBeforeAnyIO(t *testing.T) {
 			}
 		})
 	}
+}
+
+func mustMatchers(selector string) []*labels.Matcher {
+	ms, err := signals.ParseMatchers(selector)
+	if err != nil {
+		panic(err)
+	}
+	return ms
 }

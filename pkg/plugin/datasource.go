@@ -7,7 +7,6 @@ package plugin
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime/debug"
 	"time"
@@ -134,7 +133,7 @@ func (d *Datasource) QueryData(ctx context.Context, req *backend.QueryDataReques
 
 func (d *Datasource) query(ctx context.Context, q backend.DataQuery) backend.DataResponse {
 	if d.settingsErr != nil {
-		return backend.ErrDataResponseWithSource(backend.StatusBadRequest, backend.ErrorSourcePlugin, "data source settings: "+d.settingsErr.Error())
+		return badQuery(fmt.Errorf("data source settings: %w", d.settingsErr))
 	}
 	query, err := ParseQuery(q.JSON, q.QueryType)
 	if err != nil {
@@ -145,25 +144,6 @@ func (d *Datasource) query(ctx context.Context, q backend.DataQuery) backend.Dat
 		return badQuery(fmt.Errorf("unknown queryType %q: use one of signals, diagnosis, requests, explain, verdict", query.QueryType))
 	}
 	return h(ctx, d, q, query)
-}
-
-// badQuery is the answer to a query that cannot be run as written.
-func badQuery(err error) backend.DataResponse {
-	return backend.ErrDataResponseWithSource(backend.StatusBadRequest, backend.ErrorSourcePlugin, err.Error())
-}
-
-// errorResponse answers with an error whose source (plugin or downstream) the client edge set;
-// an error without one is the plugin's.
-func errorResponse(err error) backend.DataResponse {
-	status := backend.StatusBadRequest
-	source := backend.ErrorSourcePlugin
-	if backend.IsDownstreamError(err) {
-		status, source = backend.StatusBadGateway, backend.ErrorSourceDownstream
-		if errors.Is(err, context.DeadlineExceeded) {
-			status = backend.StatusTimeout
-		}
-	}
-	return backend.ErrDataResponseWithSource(status, source, err.Error())
 }
 
 // CallResource serves the routes that editors and template variables call.

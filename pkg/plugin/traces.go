@@ -1,12 +1,10 @@
 package plugin
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
 
-	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/backend/httpclient"
 
 	"github.com/seed/vllm-datasource/pkg/httpretry"
@@ -47,32 +45,4 @@ func newTracesSource(s Settings) (traces.Source, error) {
 		return tempo.New(client, s.TracesURL, to)
 	}
 	return jaeger.New(client, s.TracesURL, to)
-}
-
-// tracesError answers a query whose trace backend call failed: the backend's own failures are
-// downstream errors, what the user asked for (a bad id, an unknown or non-vLLM trace) the
-// plugin's, with the message the traces package wrote.
-func tracesError(err error) backend.DataResponse {
-	if traces.IsDownstream(err) {
-		status := backend.StatusBadGateway
-		if isTimeout(err) {
-			status = backend.StatusTimeout
-		}
-		return backend.ErrDataResponseWithSource(status, backend.ErrorSourceDownstream, err.Error())
-	}
-	status := backend.StatusBadRequest
-	if errors.Is(err, traces.ErrNotFound) {
-		status = backend.StatusNotFound
-	}
-	return backend.ErrDataResponseWithSource(status, backend.ErrorSourcePlugin, err.Error())
-}
-
-// isTimeout reports whether a backend call ran out of time (the client's timeout or the
-// query's deadline).
-func isTimeout(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	var ne interface{ Timeout() bool }
-	return errors.As(err, &ne) && ne.Timeout()
 }

@@ -2,12 +2,13 @@ package signals
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
-	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/seed/vllm-datasource/pkg/series"
 	"github.com/seed/vllm-datasource/pkg/vllm"
@@ -18,7 +19,7 @@ import (
 type Config struct {
 	Labels   Labels
 	Scrape   time.Duration
-	Matchers []string
+	Matchers []*labels.Matcher
 }
 
 // Plan is what one Request fetches from Prometheus, made without I/O by NewPlan: every distinct
@@ -134,12 +135,8 @@ func (p *Plan) add(det vllm.Detection, b builder, sig series.Signal) {
 // the range and one scrape interval before it.
 func cacheConfigExpr(b builder, start, end time.Time, scrape time.Duration) string {
 	noModel := builder{labels: b.labels, window: b.window}
-	for _, m := range b.matchers {
-		if !strings.HasPrefix(m, b.labels.Model+"=") && !strings.HasPrefix(m, b.labels.Model+"!") {
-			noModel.matchers = append(noModel.matchers, m)
-		}
-	}
-	return fmt.Sprintf("%s[%s]", noModel.sel(vllm.CacheConfigInfo), model.Duration(end.Sub(start)+scrape))
+	noModel.matchers = slices.DeleteFunc(slices.Clone(b.matchers), func(m *labels.Matcher) bool { return m.Name == b.labels.Model })
+	return noModel.rangeSel(vllm.CacheConfigInfo, end.Sub(start)+scrape)
 }
 
 // String is the plan as a frame's executed query: the ranges and steps, then the expressions

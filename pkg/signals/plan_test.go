@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/seed/vllm-datasource/pkg/series"
 	"github.com/seed/vllm-datasource/pkg/signals"
@@ -38,7 +39,7 @@ func TestPlanWritesTheQueriesOfARequest(t *testing.T) {
 	}
 	v1Names := vllm.Detect([]string{vllm.RequestsRunning, vllm.KVCacheUsage, vllm.TimeToFirstToken + "_bucket", vllm.GenerationTokens})
 	v0Names := vllm.Detect([]string{vllm.RequestsRunning, vllm.GPUCacheUsage, vllm.TimeToFirstToken + "_bucket"})
-	cfg := signals.Config{Labels: signals.DefaultLabels, Scrape: 15 * time.Second, Matchers: []string{`job="vllm"`}}
+	cfg := signals.Config{Labels: signals.DefaultLabels, Scrape: 15 * time.Second, Matchers: mustMatchers(`job="vllm"`)}
 	cases := []struct {
 		name     string
 		det      vllm.Detection
@@ -55,8 +56,8 @@ func TestPlanWritesTheQueriesOfARequest(t *testing.T) {
 			req: signals.Request{Signals: []series.Signal{series.KVUsage, series.TTFTP50, series.TTFTP99, series.TTFTRatio},
 				Start: at("10:00:00"), End: at("11:00:00"), Step: 15 * time.Second, Instance: "vllm-0[12]:8000"},
 			exprs: []string{
-				`max by (instance, model_name) (vllm:kv_cache_usage_perc{job="vllm", instance=~"vllm-0[12]:8000"})`,
-				`sum by (instance, model_name, le) (rate(vllm:time_to_first_token_seconds_bucket{job="vllm", instance=~"vllm-0[12]:8000"}[1m]))`,
+				`max by (instance, model_name) (vllm:kv_cache_usage_perc{instance=~"vllm-0[12]:8000",job="vllm"})`,
+				`sum by (instance, model_name, le) (rate(vllm:time_to_first_token_seconds_bucket{instance=~"vllm-0[12]:8000",job="vllm"}[1m]))`,
 			},
 			ranges:   []plannedRange{{"10:00:00", "11:00:00", 15 * time.Second}},
 			planText: []string{"Prometheus range queries, rate window 1m0s, 2026-01-01T10:00:00Z to 2026-01-01T11:00:00Z every 15s:"},
@@ -95,7 +96,7 @@ func TestPlanWritesTheQueriesOfARequest(t *testing.T) {
 			det:  v1Names,
 			req: signals.Request{Signals: []series.Signal{series.Running}, Start: at("10:00:00"), End: at("11:00:00"), Step: time.Minute,
 				Model: "llama", CacheConfig: true},
-			exprs:    []string{`sum by (instance, model_name) (vllm:num_requests_running{job="vllm", model_name=~"llama"})`},
+			exprs:    []string{`sum by (instance, model_name) (vllm:num_requests_running{job="vllm",model_name=~"llama"})`},
 			ranges:   []plannedRange{{"10:00:00", "11:00:00", time.Minute}},
 			instant:  []string{`vllm:cache_config_info{job="vllm"}[1h15s]`},
 			planText: []string{"Prometheus instant query at 2026-01-01T11:00:00Z:", `vllm:cache_config_info{job="vllm"}[1h15s]`},
@@ -176,4 +177,12 @@ func TestPlanRejectsWhatCannotBeFetched(t *testing.T) {
 			}
 		})
 	}
+}
+
+func mustMatchers(selector string) []*labels.Matcher {
+	ms, err := signals.ParseMatchers(selector)
+	if err != nil {
+		panic(err)
+	}
+	return ms
 }
