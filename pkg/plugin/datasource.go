@@ -136,8 +136,9 @@ func withTimeoutAndRetry(opts httpclient.Options, timeout time.Duration, idempot
 // Dispose is called by Grafana's instance manager once the instance has been replaced (the
 // settings were saved) or evicted. It closes the idle keep-alive connections of the
 // Prometheus and trace clients, whose read and write goroutines would otherwise stay until the
-// transport's idle timeout (90 s). A connection still busy with a late query goes back to the
-// pool when it ends and closes after that timeout.
+// transport's idle timeout (Grafana's httpIdleConnTimeout setting, 90 s by default). A
+// connection still busy with a late query goes back to the pool when it ends and closes after
+// that timeout.
 func (d *Datasource) Dispose() {
 	for _, closeIdle := range d.closeIdle {
 		closeIdle()
