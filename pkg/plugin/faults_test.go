@@ -575,8 +575,9 @@ func TestCancelMidFlight(t *testing.T) {
 		{"cancel while the trace backend stalls", requestsQuery(50), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			canceled := make(chan struct{}, 4)
+			started, canceled := make(chan struct{}, 4), make(chan struct{}, 4)
 			wait := func(w http.ResponseWriter, r *http.Request) {
+				started <- struct{}{}
 				<-r.Context().Done()
 				canceled <- struct{}{}
 			}
@@ -594,7 +595,13 @@ func TestCancelMidFlight(t *testing.T) {
 				_, err := e.client.QueryData(ctx, &backend.QueryDataRequest{PluginContext: pc, Queries: []backend.DataQuery{e.dataQuery("A", tc.query)}})
 				done <- err
 			}()
-			time.Sleep(500 * time.Millisecond)
+			// Cancel once the backend holds the request: on a loaded machine a fixed delay can
+			// cancel the batch before the call is sent, and the backend then sees nothing.
+			select {
+			case <-started:
+			case <-time.After(20 * time.Second):
+				t.Fatal("the backend never got the request")
+			}
 			cancel()
 			select {
 			case <-canceled:
