@@ -87,7 +87,7 @@ func (b Backend) Get(ctx context.Context, path string, params url.Values) (int, 
 	return resp.StatusCode, body, nil
 }
 
-func (b Backend) tooLarge(status int) *traces.DownstreamError {
+func (b Backend) tooLarge(status int) error {
 	return b.Fail(status, fmt.Sprintf("answer is larger than the %s limit: narrow the time range or lower the limit", byteSize(b.Opts.MaxBodyBytes)), nil)
 }
 
