@@ -1,13 +1,13 @@
 import type { DataSourceJsonData } from '@grafana/data';
 import type { DataQuery } from '@grafana/schema';
 
+import settingsDefaults from './settings_defaults.json';
+
 /**
  * The query model. It is persisted in dashboards and alert rules, so the names are a contract
  * shared with the Go backend (pkg/plugin): fields may be added, never renamed.
  */
 export type QueryType = 'signals' | 'diagnosis' | 'requests' | 'explain' | 'verdict';
-
-export const QUERY_TYPES: QueryType[] = ['signals', 'diagnosis', 'requests', 'explain', 'verdict'];
 
 export type DiagnosisFormat = 'findings' | 'timeline' | 'alert' | 'fleet';
 
@@ -89,15 +89,12 @@ export interface VllmDataSourceOptions extends DataSourceJsonData {
   thresholds?: Thresholds;
 }
 
-export const SETTINGS_DEFAULTS = {
-  scrapeInterval: '15s',
-  instanceLabel: 'instance',
-  modelLabel: 'model_name',
-  serviceName: 'vllm',
-  spanName: 'llm_request',
-  spanInstanceAttribute: 'service.instance.id',
-  spanModelAttribute: 'gen_ai.response.model',
-} as const;
+/**
+ * The backend's defaults of the settings the config editor shows as placeholders, by their
+ * jsonData names. The file is written by `go generate ./pkg/plugin` from what the backend applies
+ * to an empty jsonData; pkg/plugin's TestSettingsDefaultsFileIsCurrent fails while it is stale.
+ */
+export const SETTINGS_DEFAULTS: Readonly<Record<string, string>> = settingsDefaults;
 
 export interface VllmSecureJsonData {
   basicAuthPassword?: string;

@@ -2,7 +2,7 @@ import { type QueryEditorProps, type SelectableValue } from '@grafana/data';
 import { InlineField, InlineFieldRow, InlineSwitch, MultiSelect, RadioButtonGroup, Select, Text } from '@grafana/ui';
 import { useCallback } from 'react';
 
-import { type DataSource } from '../datasource';
+import { rangeParams, type DataSource } from '../datasource';
 import { structuredQuery } from '../expr';
 import { selectors } from '../selectors';
 import {
@@ -126,7 +126,7 @@ function LabelPicker({ label, tooltip, testId, value, values, variables, onChang
   );
 }
 
-export function QueryEditor({ query: rawQuery, onChange, onRunQuery, datasource }: Props) {
+export function QueryEditor({ query: rawQuery, onChange, onRunQuery, datasource, range }: Props) {
   const query = structuredQuery(rawQuery);
   const queryType = query.queryType ?? 'signals';
   const variables = datasource.variableNames();
@@ -150,8 +150,15 @@ export function QueryEditor({ query: rawQuery, onChange, onRunQuery, datasource 
     update(patch);
   };
 
-  const loadInstances = useCallback(() => datasource.listValues('instances'), [datasource]);
-  const loadModels = useCallback(() => datasource.listValues('models'), [datasource]);
+  // The pickers list the values seen in the panel's time range (the backend's window), reloaded
+  // when the range moves; the range object itself is new on every render, its bounds are not.
+  const from = range?.from.valueOf();
+  const to = range?.to.valueOf();
+  const loadInstances = useCallback(
+    () => datasource.listValues('instances', rangeParams(from, to)),
+    [datasource, from, to]
+  );
+  const loadModels = useCallback(() => datasource.listValues('models', rangeParams(from, to)), [datasource, from, to]);
   const instances = useResource(loadInstances);
   const models = useResource(loadModels);
 
