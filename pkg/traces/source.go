@@ -24,8 +24,6 @@ type Source interface {
 type Query struct {
 	// From and To bound the requests' start (arrival) time; both are required.
 	From, To time.Time
-	// Service and SpanName override Options.ServiceName and Options.SpanName when set.
-	Service, SpanName string
 	// Instances and Models keep only requests whose Instance or Model is one of them (exact
 	// values; empty keeps all). A request without a model passes the model filter: V1 spans
 	// carry none, and the caller resolves it from the metrics.
@@ -80,12 +78,6 @@ func (o Options) Validate(q Query) (Query, error) {
 		q.Limit = o.DefaultLimit
 	}
 	q.Limit = min(q.Limit, o.MaxLimit)
-	if q.Service == "" {
-		q.Service = o.ServiceName
-	}
-	if q.SpanName == "" {
-		q.SpanName = o.SpanName
-	}
 	return q, nil
 }
 

@@ -96,8 +96,8 @@ func (j *Source) Search(ctx context.Context, q traces.Query) ([]traces.Request, 
 // searchOne is one /api/traces search, for one instance when inst is set.
 func (j *Source) searchOne(ctx context.Context, q traces.Query, inst string) ([]traces.Request, traces.SearchInfo, error) {
 	params := url.Values{
-		"service":   {q.Service},
-		"operation": {q.SpanName},
+		"service":   {j.b.Opts.ServiceName},
+		"operation": {j.b.Opts.SpanName},
 		"start":     {strconv.FormatInt(q.From.UnixMicro(), 10)},
 		"end":       {strconv.FormatInt(q.To.UnixMicro(), 10)},
 		"limit":     {strconv.Itoa(q.Limit)},
@@ -152,9 +152,7 @@ func (j *Source) get(ctx context.Context, q traces.Query, params url.Values) ([]
 	if status != http.StatusOK {
 		return nil, info, j.b.StatusError(status, v1Message(body))
 	}
-	opts := j.b.Opts
-	opts.ServiceName, opts.SpanName = q.Service, q.SpanName
-	reqs, err := j.decodeV1(body, opts, &info)
+	reqs, err := j.decodeV1(body, j.b.Opts, &info)
 	if err != nil {
 		return nil, info, err
 	}
