@@ -1,8 +1,6 @@
 import type { DataSourceJsonData } from '@grafana/data';
 import type { DataQuery } from '@grafana/schema';
 
-import settingsDefaults from './settings_defaults.json';
-
 /**
  * The query model. It is persisted in dashboards and alert rules, so the names are a contract
  * shared with the Go backend (pkg/plugin): fields may be added, never renamed.
@@ -90,11 +88,19 @@ export interface VllmDataSourceOptions extends DataSourceJsonData {
 }
 
 /**
- * The backend's defaults of the settings the config editor shows as placeholders, by their
- * jsonData names. The file is written by `go generate ./pkg/plugin` from what the backend applies
- * to an empty jsonData; pkg/plugin's TestSettingsDefaultsFileIsCurrent fails while it is stale.
+ * The backend's defaults of the settings the config editor shows as placeholders. They are the
+ * backend's own (pkg/plugin/settings.go): types.test.ts checks them against
+ * pkg/plugin/testdata/settings_defaults.json, which the Go tests check against the Go defaults.
  */
-export const SETTINGS_DEFAULTS: Readonly<Record<string, string>> = settingsDefaults;
+export const SETTINGS_DEFAULTS: Readonly<Record<string, string>> = {
+  scrapeInterval: '15s',
+  instanceLabel: 'instance',
+  modelLabel: 'model_name',
+  serviceName: 'vllm',
+  spanName: 'llm_request',
+  spanInstanceAttribute: 'service.instance.id',
+  spanModelAttribute: 'gen_ai.response.model',
+};
 
 export interface VllmSecureJsonData {
   basicAuthPassword?: string;
