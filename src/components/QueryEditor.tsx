@@ -126,6 +126,40 @@ function LabelPicker({ label, tooltip, testId, value, values, variables, onChang
   );
 }
 
+interface ChoicesPickerProps<T extends string> {
+  label: string;
+  tooltip: string;
+  testId: string;
+  width: number;
+  placeholder: string;
+  options: Array<SelectableValue<T>>;
+  value?: T[];
+  onChange: (value: T[]) => void;
+}
+
+/** Several of a fixed set of values (severities, optimisations); none chosen means all or detect. */
+function ChoicesPicker<T extends string>({
+  label,
+  tooltip,
+  testId,
+  onChange,
+  value,
+  ...select
+}: ChoicesPickerProps<T>) {
+  return (
+    <InlineField label={label} labelWidth={LABEL_WIDTH} tooltip={tooltip}>
+      <MultiSelect
+        data-testid={testId}
+        {...select}
+        value={value ?? []}
+        onChange={(v: Array<SelectableValue<T>>) =>
+          onChange(v.map((o) => o.value).filter((x): x is T => x !== undefined))
+        }
+      />
+    </InlineField>
+  );
+}
+
 export function QueryEditor({ query: rawQuery, onChange, onRunQuery, datasource, range }: Props) {
   const query = structuredQuery(rawQuery);
   const queryType = query.queryType ?? 'signals';
@@ -319,22 +353,16 @@ function DiagnosisEditor({ query, datasource, variables, update }: CatalogEditor
               onChange={(e) => update({ headlineOnly: e.currentTarget.checked })}
             />
           </InlineField>
-          <InlineField
+          <ChoicesPicker
             label="Severities"
-            labelWidth={LABEL_WIDTH}
             tooltip="Only findings of these severities; empty for all"
-          >
-            <MultiSelect
-              data-testid={ids.severities}
-              width={36}
-              placeholder="All severities"
-              options={SEVERITY_OPTIONS}
-              value={query.severities ?? []}
-              onChange={(v: Array<SelectableValue<Severity>>) =>
-                update({ severities: v.map((o) => o.value).filter((x): x is Severity => x !== undefined) })
-              }
-            />
-          </InlineField>
+            testId={ids.severities}
+            width={36}
+            placeholder="All severities"
+            options={SEVERITY_OPTIONS}
+            value={query.severities}
+            onChange={(severities) => update({ severities })}
+          />
         </InlineFieldRow>
       )}
       <ResourceNotice what="the rules" error={rules.error} testId={ids.resourceError} />
@@ -405,22 +433,16 @@ function VerdictEditor({ query, update }: SubEditorProps) {
         />
       </InlineFieldRow>
       <InlineFieldRow>
-        <InlineField
+        <ChoicesPicker
           label="Optimisations"
-          labelWidth={LABEL_WIDTH}
           tooltip="Optimisations in use, for when the metrics cannot tell; empty to detect them"
-        >
-          <MultiSelect
-            data-testid={ids.optimisations}
-            width={64}
-            placeholder="Detect from the metrics"
-            options={OPTIMISATION_OPTIONS}
-            value={query.optimisations ?? []}
-            onChange={(v: Array<SelectableValue<Optimisation>>) =>
-              update({ optimisations: v.map((o) => o.value).filter((o): o is Optimisation => o !== undefined) })
-            }
-          />
-        </InlineField>
+          testId={ids.optimisations}
+          width={64}
+          placeholder="Detect from the metrics"
+          options={OPTIMISATION_OPTIONS}
+          value={query.optimisations}
+          onChange={(optimisations) => update({ optimisations })}
+        />
       </InlineFieldRow>
     </>
   );
