@@ -72,24 +72,32 @@ type WindowStats struct {
 // minResidualScale keeps a window of identical requests from flagging rounding noise.
 const minResidualScale = 1e-3
 
-func windowStats(rows []Row, o Options) WindowStats {
-	w := WindowStats{TTFTP99: math.NaN(), Intercept: math.NaN(), Slope: math.NaN(), ResidualScale: math.NaN(), DecodePerTokenMedian: math.NaN()}
-	ttfts := make([]float64, 0, len(rows))
-	var xs, ys []float64
-	per := make([]float64, 0, len(rows))
-	for i := range rows {
-		r := &rows[i]
-		if r.Present.Has(traces.FieldTTFT) {
-			ttfts = append(ttfts, r.TTFT)
-			if r.Present.Has(traces.FieldPromptTokens) {
-				xs = append(xs, float64(r.PromptTokens))
-				ys = append(ys, r.TTFT)
-			}
-		}
-		if !math.IsNaN(r.DecodePerToken) {
-			per = append(per, r.DecodePerToken)
+// windowValues gathers, row by row, the values the window's statistics are taken from.
+type windowValues struct {
+	ttfts, xs, ys, per []float64
+}
+
+func newWindowValues(n int) windowValues {
+	return windowValues{ttfts: make([]float64, 0, n), xs: make([]float64, 0, n), ys: make([]float64, 0, n), per: make([]float64, 0, n)}
+}
+
+func (v *windowValues) add(r *Row) {
+	if r.Present.Has(traces.FieldTTFT) {
+		v.ttfts = append(v.ttfts, r.TTFT)
+		if r.Present.Has(traces.FieldPromptTokens) {
+			v.xs = append(v.xs, float64(r.PromptTokens))
+			v.ys = append(v.ys, r.TTFT)
 		}
 	}
+	if !math.IsNaN(r.DecodePerToken) {
+		v.per = append(v.per, r.DecodePerToken)
+	}
+}
+
+// stats computes the statistics; it reorders the gathered values.
+func (v *windowValues) stats(o Options) WindowStats {
+	w := WindowStats{TTFTP99: math.NaN(), Intercept: math.NaN(), Slope: math.NaN(), ResidualScale: math.NaN(), DecodePerTokenMedian: math.NaN()}
+	ttfts, xs, ys, per := v.ttfts, v.xs, v.ys, v.per
 	w.TTFTN, w.FitN, w.DecodeN = len(ttfts), len(xs), len(per)
 	if len(ttfts) >= o.MinRequests {
 		w.TTFTP99 = nth(ttfts, nearestRank(len(ttfts), 0.99))
@@ -99,7 +107,8 @@ func windowStats(rows []Row, o Options) WindowStats {
 	}
 	if len(xs) >= o.MinRequests {
 		w.Intercept, w.Slope = leastSquares(xs, ys)
-		res := make([]float64, len(xs))
+		// The residuals replace the TTFTs, no longer needed once the p99 is taken.
+		res := ttfts[:len(xs)]
 		for i := range xs {
 			res[i] = ys[i] - (w.Intercept + w.Slope*xs[i])
 		}
@@ -192,24 +201,21 @@ func leastSquares(xs, ys []float64) (a, b float64) {
 	return my - b*mx, b
 }
 
-// flag gives each row its reasons, and says which reasons could not be tested.
-// standout sets each row's Standout from its instance's typical TTFT, and flags those at or
-// above factor times it.
-func standout(rows []Row, typical map[string]float64, factor float64) {
-	for i := range rows {
-		r := &rows[i]
-		r.Standout = math.NaN()
-		t, ok := typical[r.Instance]
-		if !ok || t <= 0 || !r.Present.Has(traces.FieldTTFT) {
-			continue
-		}
-		r.Standout = r.TTFT / t
-		if r.Standout >= factor {
-			r.Reasons = append(r.Reasons, Reason{Code: TTFTAboveTypical, Value: r.TTFT, Reference: t, Scale: factor})
-		}
+// standout sets a row's Standout from its instance's typical TTFT, and flags it at or above
+// factor times it.
+func (ix *instanceIndex) standout(r *Row, id int32, factor float64) {
+	r.Standout = math.NaN()
+	t := ix.typical[id]
+	if math.IsNaN(t) || t <= 0 || !r.Present.Has(traces.FieldTTFT) {
+		return
+	}
+	r.Standout = r.TTFT / t
+	if r.Standout >= factor {
+		r.Reasons = append(r.Reasons, Reason{Code: TTFTAboveTypical, Value: r.TTFT, Reference: t, Scale: factor})
 	}
 }
 
+// flag gives each row its reasons, and says which reasons could not be tested.
 func flag(rows []Row, w WindowStats, o Options) []string {
 	for i := range rows {
 		r := &rows[i]

@@ -17,9 +17,11 @@
 //     [Start, End] overlaps the request's [Start, End].
 //
 // The grid is regular, so each request's as-of sample is index arithmetic, O(1), and requests
-// need no sorting; findings are sorted by start per instance and found by binary search. The
-// cost is O(R log F + S + the grid steps the requests span), S being the samples of the joined
-// series and F the findings: one pass, no query per request.
+// need no sorting; each request looks its instance up once, and its instance's findings, sorted
+// by start, are scanned up to the first that starts after it ends. The cost is O(R·F_i + S +
+// the grid steps the requests span), S being the samples of the joined series and F_i the
+// findings of one instance (a handful): two passes over the requests (build the rows, then flag
+// them against the window), no query per request and no allocation but a flagged one's reasons.
 //
 // Requests without a model (vLLM's current spans carry none) take their instance's model from
 // the metrics when the instance serves exactly one; with several, the model stays empty, the

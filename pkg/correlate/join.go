@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -158,83 +157,178 @@ type Result struct {
 	Notices []string
 }
 
-// Join joins requests with metric states and findings, and flags anomalies.
+// Join joins requests with metric states and findings, and flags anomalies, in two passes
+// over the requests: the first builds each row whole (its copy, model, states, findings and
+// standout, while it is in cache) and gathers the window's values, the second flags the rows
+// against the window's statistics. Each request looks its instance up once (instanceIndex),
+// and the rows, their states and their findings are one allocation each.
 func Join(in Input, opts Options) Result {
 	opts = opts.withDefaults()
-	res := Result{Rows: make([]Row, len(in.Requests))}
+	ix := indexInstances(in)
+	rows := make([]Row, len(in.Requests))
 	states := make([]State, len(in.Requests)*len(Joined))
-	for i := range states {
-		states[i] = State{AtStart: math.NaN(), Worst: math.NaN()}
-	}
-	for i, r := range in.Requests {
-		res.Rows[i] = Row{Request: r, States: states[i*len(Joined) : (i+1)*len(Joined) : (i+1)*len(Joined)], DecodePerToken: decodePerToken(r)}
-	}
-	models := instanceModels(in.Set)
-	res.Notices = append(res.Notices, fillModels(res.Rows, models)...)
+	var g series.Grid
 	if in.Set != nil {
-		joinStates(res.Rows, in.Set)
+		g = in.Set.Grid
 	}
-	joinFindings(res.Rows, in.Findings)
-	standout(res.Rows, in.Typical, opts.StandoutFactor)
-	res.Window = windowStats(res.Rows, opts)
-	res.Notices = append(res.Notices, flag(res.Rows, res.Window, opts)...)
+	var fs rowFindings
+	fs.ends = make([]int, len(rows))
+	w := newWindowValues(len(rows))
+	for i := range in.Requests {
+		r := &rows[i]
+		r.Request = in.Requests[i]
+		r.States = states[i*len(Joined) : (i+1)*len(Joined) : (i+1)*len(Joined)]
+		for j := range r.States {
+			r.States[j] = State{AtStart: math.NaN(), Worst: math.NaN()}
+		}
+		r.DecodePerToken = decodePerToken(&r.Request)
+		id := ix.of[i]
+		ix.fillModel(r, id)
+		ix.joinStates(r, id, g)
+		fs.add(i, r, ix.findings[id])
+		ix.standout(r, id, opts.StandoutFactor)
+		w.add(r)
+	}
+	fs.cut(rows)
+	res := Result{Rows: rows, Window: w.stats(opts)}
+	res.Notices = append(res.Notices, ix.modelNotices()...)
+	res.Notices = append(res.Notices, flag(rows, res.Window, opts)...)
 	res.Coverage = coverage(in, len(in.Requests))
 	return res
 }
 
 // decodePerToken divides decode time by the tokens after the first, as vLLM's
 // request_time_per_output_token does.
-func decodePerToken(r traces.Request) float64 {
+func decodePerToken(r *traces.Request) float64 {
 	if !r.Present.Has(traces.FieldDecode) || !r.Present.Has(traces.FieldOutputTokens) || r.OutputTokens < 2 {
 		return math.NaN()
 	}
 	return r.Decode / float64(r.OutputTokens-1)
 }
 
-func instanceModels(set *series.Set) map[string][]string {
-	out := map[string][]string{}
-	if set == nil {
-		return out
-	}
-	for _, k := range set.Keys() {
-		if !slices.Contains(out[k.Instance], k.Model) {
-			out[k.Instance] = append(out[k.Instance], k.Model)
-		}
-	}
-	return out
+// instanceIndex numbers the instances of a join's requests, so that each request looks its
+// instance up once and what the join reads and counts per instance is a slice, not a map.
+type instanceIndex struct {
+	// of is each request's instance number.
+	of []int32
+	// names are the instances by number.
+	names []string
+	// keys are, per instance, its models in the metrics with their joined series.
+	keys [][]keySeries
+	// findings are, per instance, its findings by start time.
+	findings [][]*diagnosis.Finding
+	// typical is, per instance, Input.Typical; NaN when absent.
+	typical []float64
+	// anyMetrics: the set has at least one key.
+	anyMetrics bool
+	// several and unknown count, per instance, the requests without a model that fillModel
+	// could not give one: the instance serves several models, or none in the metrics.
+	several, unknown []int
 }
 
-// fillModels gives requests without a model their instance's only model.
-func fillModels(rows []Row, models map[string][]string) []string {
-	several := map[string]int{}
-	unknown := map[string]int{}
-	for i := range rows {
-		r := &rows[i]
-		if r.Model != "" {
+// keySeries is one model of an instance: values[j] is its series of Joined[j], nil when absent.
+type keySeries struct {
+	model  string
+	values [][]float64
+}
+
+func indexInstances(in Input) instanceIndex {
+	ids := map[string]int32{}
+	ix := instanceIndex{of: make([]int32, len(in.Requests))}
+	for i := range in.Requests {
+		inst := in.Requests[i].Instance
+		id, ok := ids[inst]
+		if !ok {
+			id = int32(len(ix.names))
+			ids[inst] = id
+			ix.names = append(ix.names, inst)
+		}
+		ix.of[i] = id
+	}
+	n := len(ix.names)
+	ix.keys, ix.findings, ix.typical = make([][]keySeries, n), make([][]*diagnosis.Finding, n), make([]float64, n)
+	ix.several, ix.unknown = make([]int, n), make([]int, n)
+	for id, inst := range ix.names {
+		t, ok := in.Typical[inst]
+		if !ok {
+			t = math.NaN()
+		}
+		ix.typical[id] = t
+	}
+	if in.Set != nil {
+		for _, k := range in.Set.Keys() {
+			ix.anyMetrics = true
+			id, ok := ids[k.Instance]
+			if !ok || slices.ContainsFunc(ix.keys[id], func(ks keySeries) bool { return ks.model == k.Model }) {
+				continue
+			}
+			ks := keySeries{model: k.Model}
+			for j, js := range Joined {
+				if s := in.Set.Get(k, js.Signal); s != nil {
+					if ks.values == nil {
+						ks.values = make([][]float64, len(Joined))
+					}
+					ks.values[j] = s.Values
+				}
+			}
+			ix.keys[id] = append(ix.keys[id], ks)
+		}
+	}
+	for i := range in.Findings {
+		f := &in.Findings[i]
+		if id, ok := ids[f.Key.Instance]; ok {
+			ix.findings[id] = append(ix.findings[id], f)
+		}
+	}
+	for _, fs := range ix.findings {
+		slices.SortStableFunc(fs, func(a, b *diagnosis.Finding) int { return a.Start.Compare(b.Start) })
+	}
+	return ix
+}
+
+// fillModel gives a request without a model its instance's only model, and counts those it
+// cannot give one for modelNotices.
+func (ix *instanceIndex) fillModel(r *Row, id int32) {
+	if r.Model != "" {
+		return
+	}
+	switch ks := ix.keys[id]; len(ks) {
+	case 0:
+		ix.unknown[id]++
+	case 1:
+		r.Model, r.ModelFromMetrics = ks[0].model, true
+	default:
+		ix.several[id]++
+	}
+}
+
+// modelNotices say which instances' requests fillModel could not give a model, and why.
+func (ix *instanceIndex) modelNotices() []string {
+	order := make([]int, len(ix.names))
+	for id := range order {
+		order[id] = id
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(ix.names[a], ix.names[b]) })
+	var notes []string
+	for _, id := range order {
+		if ix.several[id] == 0 {
 			continue
 		}
-		switch ms := models[r.Instance]; len(ms) {
-		case 0:
-			unknown[r.Instance]++
-		case 1:
-			r.Model, r.ModelFromMetrics = ms[0], true
-		default:
-			several[r.Instance]++
+		models := make([]string, len(ix.keys[id]))
+		for m, ks := range ix.keys[id] {
+			models[m] = ks.model
 		}
-	}
-	var notes []string
-	for _, inst := range sortedKeys(several) {
 		notes = append(notes, fmt.Sprintf("%d request(s) of %s have no model attribute and the instance serves %s in the metrics: "+
 			"their metric state is not joined and findings match on the instance only; set spanModelAttribute to an attribute that names the model",
-			several[inst], instanceName(inst), strings.Join(models[inst], ", ")))
+			ix.several[id], instanceName(ix.names[id]), strings.Join(models, ", ")))
 	}
-	for _, inst := range sortedKeys(unknown) {
-		if len(models) == 0 {
-			break
+	for _, id := range order {
+		if ix.unknown[id] == 0 || !ix.anyMetrics {
+			continue
 		}
 		notes = append(notes, fmt.Sprintf("%d request(s) come from instance %s, which has no vLLM metrics in this range: "+
 			"check that spanInstanceAttribute names an attribute whose value equals the Prometheus instance label",
-			unknown[inst], instanceName(inst)))
+			ix.unknown[id], instanceName(ix.names[id])))
 	}
 	return notes
 }
@@ -246,49 +340,32 @@ func instanceName(inst string) string {
 	return inst
 }
 
-// joinStates reads each row's states from its key's series. The grid is regular, so the
-// as-of sample is index arithmetic and the rows need no sorting.
-func joinStates(rows []Row, set *series.Set) {
-	g := set.Grid
-	if g.Len == 0 || g.Step <= 0 {
+// joinStates reads a row's states from its key's series. The grid is regular, so the as-of
+// sample is index arithmetic and the rows need no sorting.
+func (ix *instanceIndex) joinStates(r *Row, id int32, g series.Grid) {
+	if r.Model == "" || g.Len == 0 || g.Step <= 0 {
 		return
 	}
-	// values[k][j] is key k's series of Joined[j], nil when absent; a key without any is nil.
-	ids := map[series.Key]int{}
-	var values [][][]float64
-	for _, k := range set.Keys() {
-		var vs [][]float64
-		for j, js := range Joined {
-			if s := set.Get(k, js.Signal); s != nil {
-				if vs == nil {
-					vs = make([][]float64, len(Joined))
-				}
-				vs[j] = s.Values
-			}
+	var values [][]float64
+	for _, ks := range ix.keys[id] {
+		if ks.model == r.Model {
+			values = ks.values
+			break
 		}
-		ids[k] = len(values)
-		values = append(values, vs)
 	}
-	for i := range rows {
-		r := &rows[i]
-		if r.Model == "" {
-			continue
-		}
-		id, ok := ids[series.Key{Instance: r.Instance, Model: r.Model}]
-		if !ok || values[id] == nil {
-			continue
-		}
-		first, ok := g.Index(r.Start)
-		if !ok {
-			continue
-		}
-		last, _ := g.Index(r.End)
-		last = max(last, first)
-		r.MetricsAt = g.Time(first)
-		for j, v := range values[id] {
-			if v != nil {
-				r.States[j] = stateOf(v, first, last, Joined[j].LowerIsWorse)
-			}
+	if values == nil {
+		return
+	}
+	first, ok := g.Index(r.Start)
+	if !ok {
+		return
+	}
+	last, _ := g.Index(r.End)
+	last = max(last, first)
+	r.MetricsAt = g.Time(first)
+	for j, v := range values {
+		if v != nil {
+			r.States[j] = stateOf(v, first, last, Joined[j].LowerIsWorse)
 		}
 	}
 }
@@ -306,45 +383,36 @@ func stateOf(v []float64, first, last int, lowerIsWorse bool) State {
 	return st
 }
 
-// joinFindings gives each row the findings of its instance (and model) that overlap it. The
-// rows' finding lists share one backing array, filled in a second pass.
-func joinFindings(rows []Row, findings []diagnosis.Finding) {
-	if len(findings) == 0 {
-		return
-	}
-	byInstance := map[string][]*diagnosis.Finding{}
-	for i := range findings {
-		f := &findings[i]
-		byInstance[f.Key.Instance] = append(byInstance[f.Key.Instance], f)
-	}
-	for _, fs := range byInstance {
-		sort.SliceStable(fs, func(a, b int) bool { return fs[a].Start.Before(fs[b].Start) })
-	}
-	active := func(r *Row, visit func(*diagnosis.Finding)) {
-		fs := byInstance[r.Instance]
-		// Findings that start after the request ends cannot overlap it.
-		n := sort.Search(len(fs), func(k int) bool { return fs[k].Start.After(r.End) })
-		for _, f := range fs[:n] {
-			if f.End.Before(r.Start) || (r.Model != "" && f.Key.Model != "" && f.Key.Model != r.Model) {
-				continue
-			}
-			visit(f)
+// rowFindings collects the findings of the rows in one backing array, cut into each row's
+// list once it is complete (appending may move it).
+type rowFindings struct {
+	backing []*diagnosis.Finding
+	// ends[i] is where row i's findings end in backing.
+	ends []int
+}
+
+// add collects the findings of the row's instance (and model) that overlap row i; fs are
+// sorted by start.
+func (c *rowFindings) add(i int, r *Row, fs []*diagnosis.Finding) {
+	for _, f := range fs {
+		if f.Start.After(r.End) {
+			break // none of the later ones can overlap
 		}
-	}
-	counts := make([]int, len(rows))
-	total := 0
-	for i := range rows {
-		active(&rows[i], func(*diagnosis.Finding) { counts[i]++ })
-		total += counts[i]
-	}
-	backing := make([]*diagnosis.Finding, 0, total)
-	for i := range rows {
-		if counts[i] == 0 {
+		if f.End.Before(r.Start) || (r.Model != "" && f.Key.Model != "" && f.Key.Model != r.Model) {
 			continue
 		}
-		from := len(backing)
-		active(&rows[i], func(f *diagnosis.Finding) { backing = append(backing, f) })
-		rows[i].Findings = backing[from:len(backing):len(backing)]
+		c.backing = append(c.backing, f)
+	}
+	c.ends[i] = len(c.backing)
+}
+
+func (c *rowFindings) cut(rows []Row) {
+	from := 0
+	for i, end := range c.ends {
+		if end > from {
+			rows[i].Findings = c.backing[from:end:end]
+		}
+		from = end
 	}
 }
 
@@ -453,13 +521,4 @@ func thousands(v float64) string {
 		return "-" + b.String()
 	}
 	return b.String()
-}
-
-func sortedKeys(m map[string]int) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

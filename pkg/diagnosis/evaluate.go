@@ -258,7 +258,7 @@ func notApplicable(e *env) string {
 func alertSeries(r *Rule, sev Severity, key series.Key, outs []outcome, n, from int) Alert {
 	a := Alert{Rule: r.ID, Severity: sev, Key: key, Values: make([]float64, n-from)}
 	for i := from; i < n; i++ {
-		if o := outs[i]; o.v == holds && o.severity.rank() >= sev.rank() {
+		if o := outs[i]; o.v == holds && o.severity.Rank() >= sev.Rank() {
 			a.Values[i-from] = 1
 		}
 	}

@@ -119,7 +119,7 @@ func newFinding(e *env, sp span, outs []outcome, opts Options) *Finding {
 	for i := sp.start; i <= sp.end; i++ {
 		switch outs[i].v {
 		case holds:
-			if outs[i].severity.rank() > f.Severity.rank() {
+			if outs[i].severity.Rank() > f.Severity.Rank() {
 				f.Severity = outs[i].severity
 			}
 			if n := e.optional(series.RequestCount, i); !math.IsNaN(n) {

@@ -20,7 +20,8 @@ const (
 	Info     Severity = "info"
 )
 
-func (s Severity) rank() int {
+// Rank orders severities: the most severe is the highest.
+func (s Severity) Rank() int {
 	switch s {
 	case Critical:
 		return 2

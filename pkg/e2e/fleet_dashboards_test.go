@@ -3,7 +3,9 @@ package e2e_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -120,6 +122,11 @@ func TestDashboardsOnAFleet(t *testing.T) {
 			require.NotEmpty(t, r.Frames)
 			if !hasRows(r.Frames) {
 				assert.NotEmpty(t, noticesOf(r.Frames), "panel %q has no data and no notice saying why", tg.Panel)
+			}
+			if q.QueryType == plugin.QueryTypeExplain && tg.PanelType != "annotation" {
+				for _, name := range panelFieldRefs(t, tg) {
+					assert.True(t, hasField(r.Frames, name), "panel %q reads field %q, which no frame of the explain answer has", tg.Panel, name)
+				}
 			}
 			if q.QueryType == plugin.QueryTypeDiagnosis {
 				switch q.Format {
@@ -243,4 +250,73 @@ func noticesOf(fs data.Frames) []data.Notice {
 		}
 	}
 	return out
+}
+
+// dataFieldRef finds ${__data.fields.name} in a panel's display names and links.
+var dataFieldRef = regexp.MustCompile(`\$\{__data\.fields\.([A-Za-z_][A-Za-z0-9_]*)`)
+
+// panelFieldRefs lists the frame fields a panel names: its filterFieldsByName transformations'
+// names, its byName overrides and its ${__data.fields.x} references.
+func panelFieldRefs(t *testing.T, tg stack.Target) []string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(stack.RepoRoot(), "dashboards", tg.File))
+	require.NoError(t, err)
+	var d struct {
+		Panels []json.RawMessage `json:"panels"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &d))
+	for _, pr := range d.Panels {
+		var p struct {
+			ID              int `json:"id"`
+			Transformations []struct {
+				ID      string `json:"id"`
+				Options struct {
+					Include struct {
+						Names []string `json:"names"`
+					} `json:"include"`
+				} `json:"options"`
+			} `json:"transformations"`
+			FieldConfig struct {
+				Overrides []struct {
+					Matcher struct {
+						ID      string `json:"id"`
+						Options any    `json:"options"`
+					} `json:"matcher"`
+				} `json:"overrides"`
+			} `json:"fieldConfig"`
+		}
+		require.NoError(t, json.Unmarshal(pr, &p))
+		if p.ID != tg.PanelID {
+			continue
+		}
+		var out []string
+		for _, tr := range p.Transformations {
+			if tr.ID == "filterFieldsByName" {
+				out = append(out, tr.Options.Include.Names...)
+			}
+		}
+		for _, o := range p.FieldConfig.Overrides {
+			if name, ok := o.Matcher.Options.(string); ok && o.Matcher.ID == "byName" {
+				out = append(out, name)
+			}
+		}
+		for _, m := range dataFieldRef.FindAllStringSubmatch(string(pr), -1) {
+			out = append(out, m[1])
+		}
+		return out
+	}
+	t.Fatalf("%s has no panel %d", tg.File, tg.PanelID)
+	return nil
+}
+
+func hasField(fs data.Frames, name string) bool {
+	for _, f := range fs {
+		if f.Meta != nil && f.Meta.DataTopic == data.DataTopicAnnotations {
+			continue // Grafana hands these to the panel as annotations, not as data
+		}
+		if _, i := f.FieldByName(name); i >= 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -1,6 +1,7 @@
 package frames
 
 import (
+	"math"
 	"strings"
 	"time"
 
@@ -10,10 +11,12 @@ import (
 	"github.com/seed/vllm-datasource/pkg/series"
 )
 
-// Explanation returns the frames of one explained request: the explanation (one row: the
-// sentence, the stages in seconds and shares, the dominant stage, the findings, the metric
-// state), the stage breakdown (a small table for a bar gauge), and the request's interval as an
-// annotation (time, timeEnd, title, text, tags) to mark it on the signals around it.
+// Explanation returns the frames of one explained request, in the order a reader needs them:
+// the explanation (one row: the sentence, the stages in seconds and shares, the dominant stage,
+// the findings, the metric state), the stage breakdown (a small table for a bar gauge), and the
+// request's interval (time, timeEnd, title, text, tags). The interval's frame is tagged as
+// annotations, so that Explore and the time series panels draw it as a region on the graph of
+// the signals around the request (ExplanationSignals) instead of listing it as a table.
 func Explanation(e correlate.Explanation, info func(series.Signal) SignalInfo, notices []string) data.Frames {
 	r := e.Row
 	var chosen, action string
@@ -63,20 +66,70 @@ func Explanation(e correlate.Explanation, info func(series.Signal) SignalInfo, n
 		}
 	}
 
+	interval := RequestInterval(e)
+	interval.Meta = &data.FrameMeta{DataTopic: data.DataTopicAnnotations}
+	return data.Frames{expl, stages, interval}
+}
+
+// RequestInterval is the request's interval as the one row of an annotation frame (time,
+// timeEnd, title, text, tags), the answer of an annotation query: Grafana's annotation
+// queries read plain frames, so it carries no data topic.
+func RequestInterval(e correlate.Explanation) *data.Frame {
+	r := e.Row
 	tags := append([]string{"request", r.Instance}, r.FindingRules()...)
-	interval := data.NewFrame(RequestIntervalFrame,
+	return data.NewFrame(RequestIntervalFrame,
 		data.NewField("time", nil, []time.Time{r.Start}),
 		data.NewField("timeEnd", nil, []time.Time{r.End}),
 		data.NewField("title", nil, []string{"Request " + r.TraceID}),
 		data.NewField("text", nil, []string{e.Sentence}),
 		data.NewField("tags", nil, []string{strings.Join(tags, ",")}),
 	)
-	return data.Frames{expl, stages, interval}
 }
 
-// RequestIntervalFrame names the explanation's frame of the request's own interval (time,
-// timeEnd, title, text, tags), which serves as an annotation region.
+// RequestIntervalFrame names the explanation's frame of the request's own interval.
 const RequestIntervalFrame = "request"
+
+// ExplanationSignalsFrame names the explanation's frame of the signals around the request.
+const ExplanationSignalsFrame = "signals"
+
+// ExplanationSignals returns the signals of a request's instance over [from, to] as one wide
+// time-series frame (a time field, then one field per signal and key, labelled with instance
+// and model_name), for one graph beside the explanation rather than a table per signal.
+func ExplanationSignals(set *series.Set, wanted []series.Signal, info func(series.Signal) SignalInfo, from, to time.Time, executed string) *data.Frame {
+	g := set.Grid
+	var idx []int
+	for i := range g.Len {
+		if t := g.Time(i); !t.Before(from) && !t.After(to) {
+			idx = append(idx, i)
+		}
+	}
+	times := make([]time.Time, len(idx))
+	for n, i := range idx {
+		times[n] = g.Time(i)
+	}
+	f := data.NewFrame(ExplanationSignalsFrame, data.NewField("time", nil, times))
+	for _, sig := range wanted {
+		si := info(sig)
+		for _, key := range set.Keys() {
+			s := set.Get(key, sig)
+			if s == nil {
+				continue
+			}
+			values := make([]*float64, len(idx))
+			for n, i := range idx {
+				if v := s.Values[i]; !math.IsNaN(v) && !math.IsInf(v, 0) {
+					values[n] = &v
+				}
+			}
+			field := data.NewField(string(sig), KeyLabels(key), values)
+			field.Config = &data.FieldConfig{DisplayNameFromDS: displayName(si.Label, key), Unit: si.Unit}
+			f.Fields = append(f.Fields, field)
+		}
+	}
+	f.Meta = &data.FrameMeta{Type: data.FrameTypeTimeSeriesWide, TypeVersion: data.FrameTypeVersion{0, 1},
+		PreferredVisualization: data.VisTypeGraph, ExecutedQueryString: executed}
+	return f
+}
 
 func stageLabel(s correlate.Stage) string {
 	switch s {

@@ -14,6 +14,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 	"github.com/grafana/grafana-plugin-sdk-go/experimental/datasourcetest"
 
+	"github.com/seed/vllm-datasource/pkg/correlate"
 	"github.com/seed/vllm-datasource/pkg/sim"
 	"github.com/seed/vllm-datasource/pkg/testbed"
 	"github.com/seed/vllm-datasource/pkg/traces"
@@ -195,8 +196,51 @@ func fleetDrillDown(t *testing.T, b *fleetBed) {
 		t.Errorf("explain without a trace id: %v, %d frames; want one frame with an instruction", empty.Error, len(empty.Frames))
 	}
 	ann := explain(map[string]any{"traceId": cellString(f, "trace_id", 0), "format": "annotation"})
-	if ann.Error != nil || len(ann.Frames) != 1 || ann.Frames[0].Name != "request" {
-		t.Errorf("explain annotation: %v, %d frames; want the request's interval alone", ann.Error, len(ann.Frames))
+	if ann.Error != nil || len(ann.Frames) != 1 || ann.Frames[0].Name != "request" || ann.Frames[0].Meta != nil {
+		t.Errorf("explain annotation: %v, %d frames; want the request's interval alone, a plain frame as annotation queries read", ann.Error, len(ann.Frames))
+	}
+	t.Run("the answer reads as one explanation over the request's window", func(t *testing.T) {
+		fleetExplainShape(t, explain(map[string]any{"traceId": cellString(f, "trace_id", 0)}))
+	})
+}
+
+// fleetExplainShape checks what Explore shows of an explain answer asked over the whole run, as
+// a trace view's link asks: the explanation and its stages as tables, the signals as one graph
+// of the window around the request, and the request's interval as an annotation on it.
+func fleetExplainShape(t *testing.T, r backend.DataResponse) {
+	if r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	var names []string
+	for _, f := range r.Frames {
+		names = append(names, f.Name)
+	}
+	if strings.Join(names, ",") != "explanation,stages,signals,request" {
+		t.Fatalf("frames %v, want explanation, stages, signals, request", names)
+	}
+	mark := r.Frames[3]
+	if mark.Meta == nil || mark.Meta.DataTopic != data.DataTopicAnnotations {
+		t.Errorf("the request's interval is not an annotation: %+v", mark.Meta)
+	}
+	start, _ := mark.ConcreteAt(0, 0)
+	end, _ := mark.ConcreteAt(1, 0)
+	sig := r.Frames[2]
+	if sig.Meta == nil || sig.Meta.Type != data.FrameTypeTimeSeriesWide || sig.Meta.PreferredVisualization != data.VisTypeGraph {
+		t.Fatalf("signals frame meta %+v, want one wide time series for a graph", sig.Meta)
+	}
+	if sig.Rows() == 0 || len(sig.Fields) < 1+len(correlate.Joined) {
+		t.Fatalf("signals: %d rows, %d fields; want the joined signals around the request", sig.Rows(), len(sig.Fields))
+	}
+	first, _ := sig.ConcreteAt(0, 0)
+	last, _ := sig.ConcreteAt(0, sig.Rows()-1)
+	lo, hi := start.(time.Time).Add(-explainPad), end.(time.Time).Add(explainPad)
+	if first.(time.Time).Before(lo) || last.(time.Time).After(hi) || !first.(time.Time).Before(start.(time.Time)) || !last.(time.Time).After(end.(time.Time)) {
+		t.Errorf("signals from %v to %v; want the request's %v–%v within %v either side", first, last, start, end, explainPad)
+	}
+	for _, f := range sig.Fields[1:] {
+		if f.Labels["instance"] == "" || f.Config == nil || f.Config.DisplayNameFromDS == "" {
+			t.Errorf("signal field %s lacks its instance label or display name", f.Name)
+		}
 	}
 }
 

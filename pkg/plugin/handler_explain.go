@@ -90,17 +90,21 @@ func handleExplain(ctx context.Context, d *Datasource, q backend.DataQuery, quer
 	notices = append(notices, res.Notices...)
 	row := slices.IndexFunc(res.Rows, func(r correlate.Row) bool { return r.TraceID == req.TraceID })
 	e := correlate.Explain(res.Rows[row])
-	out := frames.Explanation(e, signalInfo, notices)
 	if query.Format == explainAnnotation {
 		// The drill-down draws the request's interval on its graphs from this frame alone.
-		return backend.DataResponse{Frames: slices.DeleteFunc(out, func(f *data.Frame) bool { return f.Name != frames.RequestIntervalFrame })}
+		return backend.DataResponse{Frames: data.Frames{frames.RequestInterval(e)}}
 	}
+	out := frames.Explanation(e, signalInfo, notices)
 	if diag != nil {
+		// One graph of the window around the request, whatever range the query came with
+		// (Grafana's trace links send the span's time ± an hour or more).
 		shown := []series.Signal{series.TTFTP99}
 		for _, js := range correlate.Joined {
 			shown = append(shown, js.Signal)
 		}
-		out = append(out, frames.Signals(diag.Set, shown, signalInfo, strings.Join(diag.Fetch.Queries, "\n"), nil)...)
+		sig := frames.ExplanationSignals(diag.Set, shown, signalInfo, req.Start.Add(-explainPad), req.End.Add(explainPad), strings.Join(diag.Fetch.Queries, "\n"))
+		// After the stages, before the request's interval that is drawn on it.
+		out = slices.Insert(out, len(out)-1, sig)
 	}
 	return backend.DataResponse{Frames: out}
 }

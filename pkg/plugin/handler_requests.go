@@ -1,11 +1,11 @@
 package plugin
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
 	"math"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -14,8 +14,10 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
 	"github.com/seed/vllm-datasource/pkg/correlate"
+	"github.com/seed/vllm-datasource/pkg/diagnosis"
 	"github.com/seed/vllm-datasource/pkg/frames"
 	"github.com/seed/vllm-datasource/pkg/series"
+	"github.com/seed/vllm-datasource/pkg/signals"
 	"github.com/seed/vllm-datasource/pkg/traces"
 )
 
@@ -38,19 +40,20 @@ const (
 //
 // The metrics come first: they name the instances that match the query's filters (the trace
 // backends can only match exact instance values, and V1 spans carry no model) and give each
-// instance's typical TTFT. The searches then carry the filters to the backend, one per
+// instance's typical TTFT and its findings. The searches then carry the filters to the
+// backend: first one per interval where a finding fires, for its instance, then one per
 // instance and sub-window, so that no filter runs after a backend's limit, plus one per
 // instance and sub-window for its requests above the instance's threshold, so that the
-// slowest requests of the range are found whatever the limit.
+// slowest requests of the range are found whatever the limit (planSearches).
 func handleRequests(ctx context.Context, d *Datasource, q backend.DataQuery, query Query) backend.DataResponse {
 	if d.traces == nil {
 		return badQuery(errNoTraces)
 	}
-	instance, err := filterOf("instance", query.Instance)
+	instance, err := signals.ParseMatch("instance", query.Instance)
 	if err != nil {
 		return badQuery(err)
 	}
-	model, err := filterOf("model", query.Model)
+	model, err := signals.ParseMatch("model", query.Model)
 	if err != nil {
 		return badQuery(err)
 	}
@@ -92,7 +95,7 @@ func handleRequests(ctx context.Context, d *Datasource, q backend.DataQuery, que
 	if p.postFilter {
 		kept := reqs[:0]
 		for _, r := range reqs {
-			if instance.match(r.Instance) && (r.Model == "" || model.match(r.Model)) {
+			if instance.Matches(r.Instance) && (r.Model == "" || model.Matches(r.Model)) {
 				kept = append(kept, r)
 			}
 		}
@@ -123,7 +126,7 @@ func handleRequests(ctx context.Context, d *Datasource, q backend.DataQuery, que
 	rows := res.Rows[:0]
 	for _, r := range res.Rows {
 		// A model known only from the metrics is filtered now, once the join has filled it.
-		if r.Model != "" && !model.match(r.Model) {
+		if r.Model != "" && !model.Matches(r.Model) {
 			continue
 		}
 		if query.AnomalousOnly && len(r.Reasons) == 0 {
@@ -151,39 +154,55 @@ type searchPlan struct {
 	notices []string
 }
 
+// maxFindingSearches bounds the searches of findings' intervals in one query.
+const maxFindingSearches = 2 * maxWindows
+
+// minFindingSearch is the shortest interval a finding is searched over: one that fired for a
+// single step has Start = End.
+const minFindingSearch = time.Minute
+
 // planSearches writes the searches of a requests query (pure). Instances come from the
-// metrics when a filter needs resolving; each sub-window of the range is searched for each
+// metrics when a filter needs resolving. The intervals where findings fire come first, each
+// searched for its instance, so that the requests the diagnosis points at are found whatever
+// the sub-window searches' limits keep; then each sub-window of the range is searched for each
 // instance (or once for the fleet, without filters), and, where the metrics give an instance's
 // typical TTFT, once more for its requests above the threshold that makes them stand out.
-// With anomalousOnly only the threshold searches are needed.
-func planSearches(query Query, instance, model filter, in correlate.Input, from, to time.Time) searchPlan {
+// With anomalousOnly the plain sub-window searches are left out: the findings' intervals and
+// the thresholds point at what stands out.
+func planSearches(query Query, instance, model signals.Match, in correlate.Input, from, to time.Time) searchPlan {
 	p := searchPlan{limit: query.Limit}
 	if p.limit <= 0 {
 		p.limit = traces.DefaultLimit
 	}
+	exact, isExact := instance.Exact()
 	var instances []string
 	switch {
-	case instance.re == nil && model.re == nil:
-	case in.Set == nil && instance.exact != nil && model.re == nil:
-		instances = instance.exact
+	case instance.All() && model.All():
+	case in.Set == nil && isExact && model.All():
+		instances = []string{exact}
 	case in.Set == nil:
 		p.postFilter = true
 		p.notices = append(p.notices, "Without the metrics, the instance and model filters cannot be resolved to instances: they are applied to the requests the trace searches returned, so matching requests beyond the searches' limit are missing.")
 	default:
 		instances = metricInstances(in.Set, instance)
-		if len(instances) == 0 && instance.exact != nil {
+		if len(instances) == 0 && isExact {
 			// An instance the metrics do not know may still have spans.
-			instances = instance.exact
+			instances = []string{exact}
 		}
 		if len(instances) == 0 {
 			p.notices = append(p.notices, "No instance in the metrics matches the instance and model filters: no trace was searched.")
 			return p
 		}
 	}
+	var skipped int
+	p.queries, skipped = findingSearches(in.Findings, instances, query, from, to)
+	if skipped > 0 {
+		p.notices = append(p.notices, fmt.Sprintf("%d more interval(s) where findings fire were not searched on their own (at most %d are): the sub-window searches cover them.", skipped, maxFindingSearches))
+	}
 	thresholds := correlate.Thresholds(in.Typical, 0)
 	slow := instances
 	if slow == nil && !p.postFilter {
-		slow = sortedKeys(thresholds)
+		slow = slices.Sorted(maps.Keys(thresholds))
 	}
 	n := int(math.Ceil(float64(to.Sub(from)) / float64(searchWindow)))
 	for _, w := range traces.Windows(from, to, min(max(n, 1), maxWindows)) {
@@ -211,58 +230,77 @@ func planSearches(query Query, instance, model filter, in correlate.Input, from,
 	return p
 }
 
+// findingSearches are the searches of the intervals where findings fire, each for its
+// instance (one of instances, or any when instances is nil): clipped to the range, merged
+// where one instance's intervals overlap, the most severe first, at most maxFindingSearches
+// (the count left out is returned). The findings were diagnosed with the query's model filter,
+// so their instances serve the model.
+func findingSearches(findings []diagnosis.Finding, instances []string, query Query, from, to time.Time) ([]traces.Query, int) {
+	type interval struct {
+		instance   string
+		start, end time.Time
+		severity   int
+	}
+	var ivs []interval
+	for _, f := range findings {
+		inst := f.Key.Instance
+		if inst == "" || (instances != nil && !slices.Contains(instances, inst)) {
+			continue
+		}
+		start, end := maxTime(f.Start, from), minTime(maxTime(f.End, f.Start.Add(minFindingSearch)), to)
+		if !start.Before(end) {
+			continue
+		}
+		ivs = append(ivs, interval{instance: inst, start: start, end: end, severity: f.Severity.Rank()})
+	}
+	slices.SortFunc(ivs, func(a, b interval) int {
+		return cmp.Or(strings.Compare(a.instance, b.instance), a.start.Compare(b.start))
+	})
+	merged := ivs[:0]
+	for _, iv := range ivs {
+		if last := len(merged) - 1; last >= 0 && merged[last].instance == iv.instance && !iv.start.After(merged[last].end) {
+			merged[last].end = maxTime(merged[last].end, iv.end)
+			merged[last].severity = max(merged[last].severity, iv.severity)
+			continue
+		}
+		merged = append(merged, iv)
+	}
+	slices.SortStableFunc(merged, func(a, b interval) int { return b.severity - a.severity })
+	skipped := max(len(merged)-maxFindingSearches, 0)
+	merged = merged[:len(merged)-skipped]
+	out := make([]traces.Query, len(merged))
+	for i, iv := range merged {
+		out[i] = traces.Query{From: iv.start, To: iv.end, Instances: []string{iv.instance}, MinTTFT: query.MinTTFT, Limit: query.Limit}
+	}
+	return out, skipped
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
 // metricInstances lists the instances of the metrics' series that match the instance filter
 // (the series were fetched with the model filter already).
-func metricInstances(set *series.Set, instance filter) []string {
+func metricInstances(set *series.Set, instance signals.Match) []string {
 	var out []string
 	for _, k := range set.Keys() {
-		if k.Instance != "" && instance.match(k.Instance) && !slices.Contains(out, k.Instance) {
+		if k.Instance != "" && instance.Matches(k.Instance) && !slices.Contains(out, k.Instance) {
 			out = append(out, k.Instance)
 		}
 	}
 	slices.Sort(out)
 	return out
 }
-
-func sortedKeys(m map[string]float64) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// filter is a query's instance or model filter: an exact value, a regular expression (Grafana
-// interpolates multi-value template variables as one), or empty for all.
-type filter struct {
-	re *regexp.Regexp
-	// exact holds the value when it has no regular-expression syntax but dots (which match
-	// themselves too, as in "10.0.0.1:8000"), so that it is an instance to search for even
-	// when the metrics cannot be read.
-	exact []string
-}
-
-func filterOf(what, v string) (filter, error) {
-	if v == "" {
-		return filter{}, nil
-	}
-	_, err := regexp.Compile(v) // alone too: anchored, an unbalanced ")" closes the group and passes
-	re, anchoredErr := regexp.Compile("^(?:" + v + ")$")
-	if err == nil {
-		err = anchoredErr
-	}
-	if err != nil {
-		return filter{}, fmt.Errorf("%s filter %q is neither an exact value nor a valid regular expression: %v", what, v, err)
-	}
-	f := filter{re: re}
-	if !strings.ContainsAny(v, `\^$*+?()[]{}|`) {
-		f.exact = []string{v}
-	}
-	return f, nil
-}
-
-func (f filter) match(v string) bool { return f.re == nil || f.re.MatchString(v) }
 
 // answeringUID is the uid of the data source a query was sent to, from the request's plugin
 // context, so that links open the drill-down on the same data source.

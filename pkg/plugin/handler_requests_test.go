@@ -201,8 +201,9 @@ func TestRequestsAndExplain(t *testing.T) {
 			if at, _ := mark.ConcreteAt(0, 0); !at.(time.Time).Equal(start.(time.Time)) {
 				t.Fatalf("the request's mark starts at %v, want %v", at, start)
 			}
-			if kv := frameNamed(t, out.Frames, "kv_usage"); kv.Rows() == 0 {
-				t.Fatalf("no KV usage around the request")
+			sig := frameNamed(t, out.Frames, "signals")
+			if kv, _ := sig.FieldByName("kv_usage"); sig.Rows() == 0 || kv == nil {
+				t.Fatalf("no KV usage around the request: %d rows", sig.Rows())
 			}
 		})
 	}

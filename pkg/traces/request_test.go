@@ -183,7 +183,7 @@ func TestQueryKeep(t *testing.T) {
 		{"instance listed", with(func(q *Query) { q.Instances = []string{"b", "a:8000"} }), in, true},
 		{"instance not listed", with(func(q *Query) { q.Instances = []string{"b"} }), in, false},
 		{"model not listed", with(func(q *Query) { q.Models = []string{"llama"} }), in, false},
-		{"unknown model passes the model filter", with(func(q *Query) { q.Models = []string{"llama"} }), Request{Start: in.Start}, true},
+		{"a request without a model fails the model filter, as the backends match it", with(func(q *Query) { q.Models = []string{"llama"} }), Request{Start: in.Start}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

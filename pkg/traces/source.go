@@ -24,10 +24,16 @@ type Source interface {
 type Query struct {
 	// From and To bound the requests' start (arrival) time; both are required.
 	From, To time.Time
-	// Instances and Models keep only requests whose Instance or Model is one of them (exact
-	// values; empty keeps all). A request without a model passes the model filter: V1 spans
-	// carry none, and the caller resolves it from the metrics.
-	Instances, Models []string
+	// Instances keeps only requests whose Instance is one of them (exact values; empty keeps
+	// all).
+	Instances []string
+	// Models keeps only requests whose model attribute (Options.ModelAttribute) is one of them;
+	// empty keeps all. The backends match it in the search (Tempo a TraceQL condition, Jaeger
+	// a tag), so a span without the attribute is not returned: V1 spans carry none, so set it
+	// only for an instance whose requests the metrics cannot attribute to one model (it serves
+	// several, of which the filter keeps some); elsewhere the caller takes the model from the
+	// metrics.
+	Models []string
 	// MinTTFT keeps only requests whose time to first token is at least this many seconds
 	// (0 keeps all; a request without the attribute is then dropped).
 	MinTTFT float64
@@ -92,7 +98,7 @@ func (q Query) keep(r Request) bool {
 	if len(q.Instances) > 0 && !slices.Contains(q.Instances, r.Instance) {
 		return false
 	}
-	if len(q.Models) > 0 && r.Model != "" && !slices.Contains(q.Models, r.Model) {
+	if len(q.Models) > 0 && !slices.Contains(q.Models, r.Model) {
 		return false
 	}
 	return true

@@ -56,18 +56,24 @@ func (j *Source) Search(ctx context.Context, q traces.Query) ([]traces.Request, 
 	if err != nil {
 		return nil, traces.SearchInfo{}, err
 	}
-	instances := q.Instances
+	// Jaeger's tags match exact values, ANDed: one search per instance and model.
+	instances, models := q.Instances, q.Models
 	if len(instances) == 0 {
 		instances = []string{""}
 	}
-	reqs := make([][]traces.Request, len(instances))
-	infos := make([]traces.SearchInfo, len(instances))
+	if len(models) == 0 {
+		models = []string{""}
+	}
+	n := len(instances) * len(models)
+	reqs := make([][]traces.Request, n)
+	infos := make([]traces.SearchInfo, n)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(maxParallel)
-	for i, inst := range instances {
+	for i := range n {
+		inst, model := instances[i/len(models)], models[i%len(models)]
 		g.Go(func() error {
 			var err error
-			reqs[i], infos[i], err = j.searchOne(gctx, q, inst)
+			reqs[i], infos[i], err = j.searchOne(gctx, q, inst, model)
 			return err
 		})
 	}
@@ -93,8 +99,9 @@ func (j *Source) Search(ctx context.Context, q traces.Query) ([]traces.Request, 
 	return q.Finish(all, &info), info, nil
 }
 
-// searchOne is one /api/traces search, for one instance when inst is set.
-func (j *Source) searchOne(ctx context.Context, q traces.Query, inst string) ([]traces.Request, traces.SearchInfo, error) {
+// searchOne is one /api/traces search, for one instance when inst is set and one model when
+// model is set (tagged on the span or its process, as Jaeger matches tags).
+func (j *Source) searchOne(ctx context.Context, q traces.Query, inst, model string) ([]traces.Request, traces.SearchInfo, error) {
 	params := url.Values{
 		"service":   {j.b.Opts.ServiceName},
 		"operation": {j.b.Opts.SpanName},
@@ -102,12 +109,26 @@ func (j *Source) searchOne(ctx context.Context, q traces.Query, inst string) ([]
 		"end":       {strconv.FormatInt(q.To.UnixMicro(), 10)},
 		"limit":     {strconv.Itoa(q.Limit)},
 	}
-	if inst != "" {
-		tags, err := json.Marshal(map[string]string{j.b.Opts.InstanceAttribute: inst})
-		if err != nil {
-			return nil, traces.SearchInfo{}, err
+	tagged := func(m map[string]string) (string, error) {
+		if model != "" {
+			m[j.b.Opts.ModelAttribute] = model
 		}
-		params.Set("tags", string(tags))
+		if len(m) == 0 {
+			return "", nil
+		}
+		b, err := json.Marshal(m)
+		return string(b), err
+	}
+	first := map[string]string{}
+	if inst != "" {
+		first[j.b.Opts.InstanceAttribute] = inst
+	}
+	tags, err := tagged(first)
+	if err != nil {
+		return nil, traces.SearchInfo{}, err
+	}
+	if tags != "" {
+		params.Set("tags", tags)
 	}
 	reqs, info, err := j.get(ctx, q, params)
 	host, port, fallback := hostPort(inst)
@@ -117,11 +138,11 @@ func (j *Source) searchOne(ctx context.Context, q traces.Query, inst string) ([]
 	// Spans without the instance attribute are matched by host.name and port (the instance
 	// a Request reads from them): one more search, only when the first found nothing.
 	for _, key := range traces.PortAttributes {
-		tags, err := json.Marshal(map[string]string{vllm.ResourceHostName: host, key: port})
+		tags, err := tagged(map[string]string{vllm.ResourceHostName: host, key: port})
 		if err != nil {
 			return nil, info, err
 		}
-		params.Set("tags", string(tags))
+		params.Set("tags", tags)
 		more, moreInfo, err := j.get(ctx, q, params)
 		moreInfo.Query = info.Query + "\n" + moreInfo.Query
 		if err != nil || moreInfo.Traces > 0 {

@@ -41,18 +41,22 @@ func TestJaegerSearchSendsTheFiltersToJaeger(t *testing.T) {
 	tests := []struct {
 		name      string
 		instances []string
+		models    []string
 		want      []map[string]string
 	}{
-		{"no instance", nil, []map[string]string{{"tags": ""}}},
-		{"one instance, as an exact tag", []string{`10.0.0.1:8000`}, []map[string]string{{"tags": `{"service.instance.id":"10.0.0.1:8000"}`}}},
-		{"an instance that needs JSON quoting", []string{`a"b\c`}, []map[string]string{{"tags": `{"service.instance.id":"a\"b\\c"}`}}},
+		{"no instance", nil, nil, []map[string]string{{"tags": ""}}},
+		{"one instance, as an exact tag", []string{`10.0.0.1:8000`}, nil, []map[string]string{{"tags": `{"service.instance.id":"10.0.0.1:8000"}`}}},
+		{"an instance that needs JSON quoting", []string{`a"b\c`}, nil, []map[string]string{{"tags": `{"service.instance.id":"a\"b\\c"}`}}},
+		{"an instance and a model, both tags", []string{`10.0.0.1:8000`}, []string{"llama-3-8b"},
+			[]map[string]string{{"tags": `{"gen_ai.response.model":"llama-3-8b","service.instance.id":"10.0.0.1:8000"}`}}},
+		{"a model alone", nil, []string{`q"1`}, []map[string]string{{"tags": `{"gen_ai.response.model":"q\"1"}`}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			opts := traces.Options{ServiceName: "vllm-server", SpanName: "llm_request"}
 			j, rp := tracetest.Start(t, map[string]tracetest.Route{"/api/traces": {Status: 200, File: "jaeger_api_traces_search_tags.json"}}, opts, New)
 			q := jaegerQuery()
-			q.Limit, q.MinTTFT, q.Instances = 20, 1.5, tt.instances
+			q.Limit, q.MinTTFT, q.Instances, q.Models = 20, 1.5, tt.instances, tt.models
 			if _, _, err := j.Search(context.Background(), q); err != nil {
 				t.Fatal(err)
 			}

@@ -138,6 +138,9 @@ func (t *Source) traceQL(q traces.Query) string {
 	if c := t.instanceCondition(q.Instances); c != "" {
 		conds = append(conds, c)
 	}
+	if c := t.modelCondition(q.Models); c != "" {
+		conds = append(conds, c)
+	}
 	if q.MinTTFT > 0 {
 		conds = append(conds, "span."+vllm.AttrTTFT+" >= "+traceQLFloat(q.MinTTFT))
 	}
@@ -163,6 +166,24 @@ func (t *Source) instanceCondition(instances []string) string {
 	alts := make([]string, len(instances))
 	for i, in := range instances {
 		alts[i] = regexp.QuoteMeta(in)
+	}
+	return ref + " =~ " + strconv.Quote(strings.Join(alts, "|"))
+}
+
+// modelCondition selects the spans whose model attribute is one of the models, on the span
+// or its resource (unscoped): `=` for one, `=~` over the quoted values for several. A span
+// without the attribute does not match: see traces.Query.Models.
+func (t *Source) modelCondition(models []string) string {
+	if len(models) == 0 {
+		return ""
+	}
+	ref := "." + traceQLAttr(t.b.Opts.ModelAttribute)
+	if len(models) == 1 {
+		return ref + " = " + strconv.Quote(models[0])
+	}
+	alts := make([]string, len(models))
+	for i, m := range models {
+		alts[i] = regexp.QuoteMeta(m)
 	}
 	return ref + " =~ " + strconv.Quote(strings.Join(alts, "|"))
 }

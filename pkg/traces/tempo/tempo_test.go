@@ -120,6 +120,13 @@ func TestTempoSearchSendsTypedEscapedTraceQL(t *testing.T) {
 		{"another instance attribute, unscoped (span or resource)", traces.Query{Instances: []string{"pod-1"}}, traces.Options{InstanceAttribute: "k8s.pod.name"},
 			[]string{`&& .k8s.pod.name = "pod-1"`}, nil},
 		{"no instance condition without instances", traces.Query{}, traces.Options{}, nil, []string{"resource.service.instance.id ="}},
+		{"one model, exact, on the span or its resource", traces.Query{Instances: []string{"vllm-07:8000"}, Models: []string{"llama-3-8b"}}, traces.Options{},
+			[]string{`&& resource.service.instance.id = "vllm-07:8000" && .gen_ai.response.model = "llama-3-8b"`}, []string{"=~"}},
+		{"several models as an anchored, escaped regular expression", traces.Query{Models: []string{"qwen2.5-7b", `a"b`}}, traces.Options{},
+			[]string{`.gen_ai.response.model =~ "qwen2\\.5-7b|a\"b"`}, nil},
+		{"the configured model attribute, quoted", traces.Query{Models: []string{"m"}}, traces.Options{ModelAttribute: "my model"},
+			[]string{`."my model" = "m"`}, nil},
+		{"no model condition without models", traces.Query{Instances: []string{"vllm-07:8000"}}, traces.Options{}, nil, []string{"gen_ai.response.model ="}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

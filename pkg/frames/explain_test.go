@@ -1,0 +1,71 @@
+package frames
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+
+	"github.com/seed/vllm-datasource/pkg/correlate"
+	"github.com/seed/vllm-datasource/pkg/series"
+)
+
+func TestExplanationSignals(t *testing.T) {
+	g := series.NewGrid(reqStart.Add(-time.Hour), reqStart.Add(time.Hour), time.Minute)
+	set := series.NewSet(g)
+	keys := []series.Key{{Instance: "10.0.0.1:8000", Model: "a"}, {Instance: "10.0.0.1:8000", Model: "b"}}
+	for _, k := range keys {
+		for _, sig := range []series.Signal{series.KVUsage, series.Waiting} {
+			s := series.NewSeries(sig, k, g.Len)
+			for i := range s.Values {
+				s.Values[i] = float64(i)
+			}
+			s.Values[60] = math.NaN()
+			set.Put(s)
+		}
+	}
+	from, to := reqStart.Add(-10*time.Minute), reqStart.Add(10*time.Minute)
+	f := ExplanationSignals(set, []series.Signal{series.KVUsage, series.TTFTP99, series.Waiting}, info, from, to, "q1\nq2")
+
+	if f.Meta.Type != data.FrameTypeTimeSeriesWide || f.Meta.PreferredVisualization != data.VisTypeGraph || f.Meta.ExecutedQueryString != "q1\nq2" {
+		t.Fatalf("meta %+v", f.Meta)
+	}
+	// time, then each wanted signal that has series, per key; TTFT p99 has none.
+	want := []struct{ name, model string }{{"time", ""}, {"kv_usage", "a"}, {"kv_usage", "b"}, {"waiting", "a"}, {"waiting", "b"}}
+	if len(f.Fields) != len(want) {
+		t.Fatalf("%d fields, want %d", len(f.Fields), len(want))
+	}
+	for i, w := range want {
+		if f.Fields[i].Name != w.name || f.Fields[i].Labels["model_name"] != w.model {
+			t.Errorf("field %d is %s %v, want %s of model %q", i, f.Fields[i].Name, f.Fields[i].Labels, w.name, w.model)
+		}
+	}
+	if c := f.Fields[1].Config; c.Unit != "u kv_usage" || c.DisplayNameFromDS != "10.0.0.1:8000 · a · L kv_usage" {
+		t.Errorf("field config %+v", c)
+	}
+	// The grid's steps from 10 minutes before to 10 minutes after, both included: 21 of 121.
+	if f.Rows() != 21 {
+		t.Fatalf("%d rows, want the 21 steps of the window", f.Rows())
+	}
+	if first, _ := f.ConcreteAt(0, 0); !first.(time.Time).Equal(g.Time(50)) {
+		t.Errorf("first time %v, want %v", first, g.Time(50))
+	}
+	if v, ok := f.ConcreteAt(1, 10); ok {
+		t.Errorf("the step without a sample is %v, want null", v)
+	}
+	if v, _ := f.ConcreteAt(1, 11); v.(float64) != 61 {
+		t.Errorf("value %v at the window's 12th step, want 61", v)
+	}
+}
+
+func TestExplanationIntervalIsAnAnnotation(t *testing.T) {
+	e := correlate.Explain(joined(false))
+	fs := Explanation(e, info, nil)
+	if last := fs[len(fs)-1]; last.Name != RequestIntervalFrame || last.Meta == nil || last.Meta.DataTopic != data.DataTopicAnnotations {
+		t.Errorf("the answer's last frame %q, meta %+v; want the request's interval tagged as annotations", last.Name, last.Meta)
+	}
+	if plain := RequestInterval(e); plain.Meta != nil || plain.Rows() != 1 {
+		t.Errorf("the annotation query's interval: meta %+v, %d rows; want a plain frame of one row", plain.Meta, plain.Rows())
+	}
+}
