@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/seed/vllm-datasource/pkg/series"
 	"github.com/seed/vllm-datasource/pkg/traces"
 )
 
@@ -250,14 +251,12 @@ func flag(rows []Row, w WindowStats, o Options) []string {
 // secs writes seconds for a sentence: 3 significant digits, in ms below one second.
 func secs(v float64) string {
 	switch {
-	case math.IsNaN(v):
-		return "unknown"
 	case math.Abs(v) < 1:
-		return fmt.Sprintf("%.3g ms", v*1000)
+		return series.Format("%.3g ms", v*1000)
 	case math.Abs(v) >= 100:
-		return fmt.Sprintf("%.0f s", v)
+		return series.Format("%.0f s", v)
 	}
-	return fmt.Sprintf("%.3g s", v)
+	return series.Format("%.3g s", v)
 }
 
-func pct(v float64) string { return fmt.Sprintf("%.0f%%", 100*v) }
+func pct(v float64) string { return series.Format("%.0f%%", 100*v) }

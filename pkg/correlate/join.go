@@ -122,7 +122,7 @@ type Options struct {
 
 // Defaults of Options.
 const (
-	DefaultMinRequests    = 20
+	DefaultMinRequests    = series.MinRequests
 	DefaultResidualFactor = 3
 	DefaultDecodeFactor   = 3
 	DefaultMinQueue       = 0.1

@@ -87,6 +87,48 @@ func Lookback(opts Options) (time.Duration, error) {
 	return d, nil
 }
 
+// MaxEvalPoints bounds the steps an evaluation takes over its range (see EvalStep): about the
+// width of a wide panel, so that evaluating finer than a coarse panel costs at most that.
+const MaxEvalPoints = 2000
+
+// EvalStep is the step to evaluate the rules at for a panel whose step is step, over a range
+// of span, with Prometheus scraping every scrape: the panel's step, unless a rule's `for` needs
+// finer. Prometheus evaluates a rule every evaluation interval whatever a panel shows, and a
+// rule fires only after its condition held at steps spanning `for`; at a 10-minute step a
+// 12-minute fault fills one rate window, so a 5-minute `for` never sees two true steps. The
+// evaluation step is therefore at most half the shortest `for` of the evaluated rules (the
+// panel's step divided by a whole number, so that panel steps hold whole evaluation steps when
+// the division is exact), never finer than the scrape interval, and never so fine that the range
+// takes more than MaxEvalPoints steps: past that the findings follow the range's resolution,
+// as they follow the panel's step today. Evaluate reports timelines and alert series at the
+// panel's step (Options.Report).
+func EvalStep(opts Options, step, scrape, span time.Duration) (time.Duration, error) {
+	rules, err := Rules(opts.Rules, opts.Thresholds)
+	if err != nil {
+		return 0, err
+	}
+	var shortest time.Duration
+	for _, r := range rules {
+		if r.For > 0 && (shortest == 0 || r.For < shortest) {
+			shortest = r.For
+		}
+	}
+	if shortest == 0 || step <= shortest/2 {
+		return step, nil
+	}
+	k := (step + shortest/2 - 1) / (shortest / 2)
+	eval := (step / k).Truncate(time.Second)
+	budget := span / MaxEvalPoints
+	if r := budget % time.Second; r != 0 {
+		budget += time.Second - r
+	}
+	eval = max(eval, scrape, budget)
+	if eval >= step {
+		return step, nil
+	}
+	return eval, nil
+}
+
 // CatalogEntry is one rule as the plugin's `GET rules` resource returns it, thresholds in force.
 type CatalogEntry struct {
 	ID         string          `json:"id"`

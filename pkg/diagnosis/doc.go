@@ -5,6 +5,7 @@
 //
 //	signals, err := diagnosis.RequiredSignals(ruleIDs)      // what to fetch (empty ids = all rules)
 //	lookback, err := diagnosis.Lookback(opts)               // how far before the range the grid must start
+//	evalStep, err := diagnosis.EvalStep(opts, step, scrape, span) // the step the rules need (≤ panel step)
 //	th, err := diagnosis.ParseThresholds(rawJSON)           // settings overrides, validated (or a
 //	                                                        // Thresholds field in the settings struct)
 //	res, err := diagnosis.Evaluate(set, diagnosis.Options{
@@ -14,7 +15,9 @@
 // Result holds Findings (the `findings` format and annotations), Timelines (the `timeline`
 // format: every rule's State per step and key), Alerts (the `alert` format: 1 while a condition
 // holds, else 0, per rule, key and severity) and Notices (insufficient data, not applicable),
-// all over Result.Grid, the steps from EvalFrom on. pkg/frames turns them into data frames.
+// all over Result.Grid, the steps from EvalFrom on, or Options.Report: a panel's coarser grid,
+// each point showing the most severe state of the evaluated steps it stands for (findings keep
+// the evaluation's resolution). pkg/frames turns them into data frames.
 //
 // # Evaluation
 //
@@ -85,7 +88,8 @@
 //     restart is unknown, a zero rate is false, and a short burst cannot last `for`.
 //   - Specific causes outrank symptoms: a prefill_bound, decode_bound or token_budget_starved
 //     finding (and the rows linked below) that overlaps (in time, on the same instance) a finding of a cause that produces it
-//     (see explainedBy) becomes secondary: severity info, SecondaryTo the cause's id. The
+//     (see explainedBy) becomes secondary: severity info, SecondaryTo the cause's id (followed
+//     to the root when that cause is itself secondary, so that it names a primary finding). The
 //     alert series are not affected. Three links go beyond DESIGN §4's list, each where one
 //     mechanism produces both rows: prefill_blocking and prefill_bound are secondary to
 //     token_budget_starved, past_the_knee to kv_cache_saturated; explainedBy's comments give

@@ -207,7 +207,7 @@ func (e *env) baseline(s series.Signal, quantile bool) *baselineSeries {
 		return b
 	}
 	n := e.set.Grid.Len
-	b := &baselineSeries{value: nans(n), upper: nans(n)}
+	b := &baselineSeries{value: series.NaNs(n), upper: series.NaNs(n)}
 	e.baselines[k] = b
 	x := e.set.Get(e.key, s)
 	if x == nil || e.baseSteps < 1 {
@@ -279,14 +279,6 @@ func (e *env) baseUpper(j *judge, s series.Signal, i int) float64 {
 	v := e.baseline(s, true).upper[e.baseStep(i)]
 	if math.IsNaN(v) {
 		j.lack(e.baselineReason(s))
-	}
-	return v
-}
-
-func nans(n int) []float64 {
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = math.NaN()
 	}
 	return v
 }

@@ -34,11 +34,18 @@ type Options struct {
 	// EvalFrom is the first step reported; the grid's earlier steps only feed baselines and the
 	// pending state. Zero means the grid's start.
 	EvalFrom time.Time
+	// Report, when set, is the grid that timelines and alert series are reported on (a panel's
+	// step coarser than the set's, see EvalStep): each point shows the evaluated steps in
+	// (point − Report.Step, point], the most severe state among them (firing, pending, ok,
+	// insufficient_data, not_applicable), and an alert series is 1 when any of them holds.
+	// Findings and notices keep the evaluation's resolution. Zero reports on the set's grid from
+	// EvalFrom.
+	Report series.Grid
 }
 
 // Defaults of Options.
 const (
-	DefaultMinRequests = 20
+	DefaultMinRequests = series.MinRequests
 	DefaultBaseline    = time.Hour
 )
 
@@ -55,7 +62,8 @@ func (o Options) withDefaults() Options {
 // Result is an evaluation: findings, per-key state timelines, alert series and notices, all over
 // the evaluated steps (Grid).
 type Result struct {
-	// Grid is the evaluated part of the input grid, from EvalFrom to its end.
+	// Grid is the grid of Timelines and Alerts: Options.Report, or else the evaluated part of
+	// the input grid, from EvalFrom to its end.
 	Grid  series.Grid
 	Rules []Rule
 	// Findings are the firing intervals that reach into Grid, sorted by start, instance, model
@@ -136,6 +144,11 @@ func Evaluate(set *series.Set, opts Options) (Result, error) {
 		}
 	}
 	res := Result{Grid: series.Grid{Start: g.Time(from), Step: g.Step, Len: g.Len - from}, Rules: rules}
+	rep := opts.Report
+	fold := rep.Step > 0 && rep.Len > 0 && !(rep.Step == g.Step && rep.Len == res.Grid.Len && rep.Start.Equal(res.Grid.Start))
+	if fold {
+		res.Grid = opts.Report
+	}
 	baseSteps := 0
 	if g.Step > 0 {
 		baseSteps = int(opts.Baseline / g.Step)
@@ -150,8 +163,18 @@ func Evaluate(set *series.Set, opts Options) (Result, error) {
 			e := &env{set: set, key: key, rule: r, minRequests: float64(opts.MinRequests),
 				baseSteps: baseSteps, baseLabel: duration(opts.Baseline), baselines: baselines, anchor: -1}
 			states, outs, spans := evaluateRule(e, g)
-			tl.Rules = append(tl.Rules, RuleStates{Rule: r.ID, States: states[from:]})
+			if fold {
+				tl.Rules = append(tl.Rules, RuleStates{Rule: r.ID, States: foldStates(states, g, opts.Report)})
+			} else {
+				tl.Rules = append(tl.Rules, RuleStates{Rule: r.ID, States: states[from:]})
+			}
 			for _, sev := range r.Severities() {
+				if fold {
+					a := alertSeries(r, sev, key, outs, g.Len, 0)
+					a.Values = foldAlert(a.Values, g, opts.Report)
+					res.Alerts = append(res.Alerts, a)
+					continue
+				}
 				res.Alerts = append(res.Alerts, alertSeries(r, sev, key, outs, g.Len, from))
 			}
 			notes.add(r.ID, key, states[from:], outs, from)
@@ -230,6 +253,60 @@ func evaluateRule(e *env, g series.Grid) (states []State, outs []outcome, spans 
 	}
 	e.anchor = -1
 	return states, outs, spans
+}
+
+// stateRank orders the states a reported point may show, most telling first.
+var stateRank = map[State]int{Firing: 4, Pending: 3, OK: 2, InsufficientData: 1, NotApplicable: 0}
+
+// folded calls show(p, lo, hi) for each point p of the report grid with the evaluated steps
+// [lo, hi) in (time − report step, time], or the last step before the point when none is.
+func folded(g, report series.Grid, show func(p, lo, hi int)) {
+	lo := 0
+	for p := 0; p < report.Len; p++ {
+		t := report.Time(p)
+		for lo < g.Len && !g.Time(lo).After(t.Add(-report.Step)) {
+			lo++
+		}
+		hi := lo
+		for hi < g.Len && !g.Time(hi).After(t) {
+			hi++
+		}
+		if hi == lo {
+			i, ok := g.Index(t)
+			if !ok {
+				show(p, 0, 0)
+				continue
+			}
+			show(p, i, i+1)
+			continue
+		}
+		show(p, lo, hi)
+	}
+}
+
+// foldStates reports states on the report grid: the most telling state among each point's steps.
+func foldStates(states []State, g, report series.Grid) []State {
+	out := make([]State, report.Len)
+	folded(g, report, func(p, lo, hi int) {
+		out[p] = InsufficientData
+		for i := lo; i < hi; i++ {
+			if i == lo || stateRank[states[i]] > stateRank[out[p]] {
+				out[p] = states[i]
+			}
+		}
+	})
+	return out
+}
+
+// foldAlert reports an alert series on the report grid: 1 where any of a point's steps is 1.
+func foldAlert(values []float64, g, report series.Grid) []float64 {
+	out := make([]float64, report.Len)
+	folded(g, report, func(p, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			out[p] = max(out[p], values[i])
+		}
+	})
+	return out
 }
 
 // notApplicable says why a rule cannot apply to a key: a required signal is absent (the reason

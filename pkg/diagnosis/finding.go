@@ -34,7 +34,8 @@ type Finding struct {
 	Evidence   Evidence
 	Confidence Confidence
 	// SecondaryTo is the id of a specific cause firing on the same instance that explains this
-	// symptom; the finding's severity is then info.
+	// symptom (the root one, when that cause is itself explained by another); the finding's
+	// severity is then info.
 	SecondaryTo string
 	// Headline marks the instance's likely bottleneck: one finding per instance.
 	Headline bool
@@ -207,11 +208,21 @@ func isQuantile(s series.Signal) bool {
 // settle relates the findings to each other: symptoms secondary to a specific cause, confidence
 // (which counts corroboration), one headline per instance, and the texts.
 func settle(fs []*Finding) []Finding {
+	causes := map[*Finding]*Finding{}
 	for _, f := range fs {
 		if cause := explainer(f, fs); cause != nil {
-			f.SecondaryTo = cause.Rule
-			f.Severity = Info
+			causes[f] = cause
 		}
+	}
+	// A symptom names the cause at the end of the chain: prefill_bound explained by a
+	// token_budget_starved that a decode_bound explains is secondary to decode_bound, the one
+	// finding of the three that stays primary. The links form no cycle; the bound is a guard.
+	for f, cause := range causes {
+		for n := 0; causes[cause] != nil && n < len(fs); n++ {
+			cause = causes[cause]
+		}
+		f.SecondaryTo = cause.Rule
+		f.Severity = Info
 	}
 	for _, f := range fs {
 		f.Confidence = confidence(f, fs)

@@ -48,7 +48,7 @@ func fill(set *series.Set, k series.Key, sig series.Signal, from, to int, s samp
 		set.Put(x)
 	}
 	if s.bounded && !x.HasBounds() {
-		x.Lower, x.Upper = nanSlice(set.Grid.Len), nanSlice(set.Grid.Len)
+		x.Lower, x.Upper = series.NaNs(set.Grid.Len), series.NaNs(set.Grid.Len)
 	}
 	for i := from; i < to && i < set.Grid.Len; i++ {
 		x.Values[i] = s.v
@@ -59,14 +59,6 @@ func fill(set *series.Set, k series.Key, sig series.Signal, from, to int, s samp
 			}
 		}
 	}
-}
-
-func nanSlice(n int) []float64 {
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = math.NaN()
-	}
-	return v
 }
 
 // healthy is a server that no rule should flag. Values are chosen so that the threshold

@@ -150,7 +150,7 @@ var matrix = []Rule{
 			return fmt.Sprintf("TTFT p50 %s (baseline %s), mean prefill %s (baseline %s), mean queue %s, KV usage %s",
 				quantileText(e, series.TTFTP50, i), baselineQuantileText(e, series.TTFTP50, i),
 				seconds(e.optional(series.PrefillTimeMean, i)), seconds(e.baseline(series.PrefillTimeMean, false).value[e.baseStep(i)]),
-				seconds(e.optional(series.QueueTimeMean, i)), plain(e.optional(series.KVUsage, i)))
+				seconds(e.optional(series.QueueTimeMean, i)), num(e.optional(series.KVUsage, i)))
 		},
 	},
 	{
@@ -183,7 +183,7 @@ var matrix = []Rule{
 		applicable: prefixCachingOn,
 		refine:     shortPrefix,
 		summary: func(e *env, i int) string {
-			return fmt.Sprintf("TTFT p50 %s, prefix-cache hit rate %s", quantileText(e, series.TTFTP50, i), plain(e.optional(series.PrefixCacheHitRate, i)))
+			return fmt.Sprintf("TTFT p50 %s, prefix-cache hit rate %s", quantileText(e, series.TTFTP50, i), num(e.optional(series.PrefixCacheHitRate, i)))
 		},
 	},
 	{
@@ -213,7 +213,7 @@ var matrix = []Rule{
 			return j.outcome(sev)
 		},
 		summary: func(e *env, i int) string {
-			return fmt.Sprintf("acceptance rate %s", plain(e.optional(series.SpecAcceptanceRate, i)))
+			return fmt.Sprintf("acceptance rate %s", num(e.optional(series.SpecAcceptanceRate, i)))
 		},
 	},
 	{
@@ -244,7 +244,7 @@ var matrix = []Rule{
 			return "", "", ""
 		},
 		summary: func(e *env, i int) string {
-			return fmt.Sprintf("usage %s, %s preemptions/s", plain(e.optional(series.KVUsage, i)), plain(e.optional(series.PreemptionRate, i)))
+			return fmt.Sprintf("usage %s, %s preemptions/s", num(e.optional(series.KVUsage, i)), num(e.optional(series.PreemptionRate, i)))
 		},
 	},
 	{
@@ -271,7 +271,7 @@ var matrix = []Rule{
 			return j.outcome(Warning)
 		},
 		summary: func(e *env, i int) string {
-			return fmt.Sprintf("%s preemptions/min at KV usage %s on average over the window", plain(60*e.optional(series.PreemptionRate, i)), plain(e.optional(series.KVUsageAvg, i)))
+			return fmt.Sprintf("%s preemptions/min at KV usage %s on average over the window", num(60*e.optional(series.PreemptionRate, i)), num(e.optional(series.KVUsageAvg, i)))
 		},
 	},
 	{
@@ -300,7 +300,7 @@ var matrix = []Rule{
 		summary: func(e *env, i int) string {
 			j := newJudge()
 			return fmt.Sprintf("%s waiting of %s, KV usage %s", percent(waitingShare(e, &j, i)),
-				plain(e.optional(series.Running, i)+e.optional(series.Waiting, i)), plain(e.optional(series.KVUsage, i)))
+				num(e.optional(series.Running, i)+e.optional(series.Waiting, i)), num(e.optional(series.KVUsage, i)))
 		},
 	},
 	{
@@ -327,7 +327,7 @@ var matrix = []Rule{
 		},
 		summary: func(e *env, i int) string {
 			j := newJudge()
-			return fmt.Sprintf("%s of requests waiting, KV usage %s", percent(waitingShare(e, &j, i)), plain(e.optional(series.KVUsage, i)))
+			return fmt.Sprintf("%s of requests waiting, KV usage %s", percent(waitingShare(e, &j, i)), num(e.optional(series.KVUsage, i)))
 		},
 	},
 	{

@@ -3,7 +3,6 @@ package diagnosis
 import (
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"time"
 
@@ -193,7 +192,7 @@ func (r Rule) withThresholds(over map[string]float64) Rule {
 }
 
 // num prints a threshold or value compactly (0.85, 2, 0.005).
-func num(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
+func num(v float64) string { return series.Format("%.4g", v) }
 
 // duration prints a duration the way Prometheus rule files write it (5m, 90s, 1h30m).
 func duration(d time.Duration) string {

@@ -51,7 +51,7 @@ func (ev Evidence) String() string {
 		parts = append(parts, "thresholds "+strings.Join(ths, ", "))
 	}
 	if !math.IsNaN(ev.Requests[1]) {
-		parts = append(parts, fmt.Sprintf("requests per window %s / %s / %s", plain(ev.Requests[0]), plain(ev.Requests[1]), plain(ev.Requests[2])))
+		parts = append(parts, fmt.Sprintf("requests per window %s / %s / %s", num(ev.Requests[0]), num(ev.Requests[1]), num(ev.Requests[2])))
 	}
 	return "start / peak / end: " + strings.Join(parts, "; ")
 }
@@ -59,9 +59,9 @@ func (ev Evidence) String() string {
 // String is a sample, with its bucket when it has one.
 func (s Sample) String() string {
 	if math.IsNaN(s.Lower) && math.IsNaN(s.Upper) {
-		return plain(s.Value)
+		return num(s.Value)
 	}
-	return plain(s.Value) + " in " + interval(s.Lower, s.Upper)
+	return num(s.Value) + " in " + interval(s.Lower, s.Upper)
 }
 
 // String is the grade with the criteria it rests on.
@@ -81,20 +81,20 @@ func (c Confidence) String() string {
 func interval(lo, hi float64) string {
 	switch {
 	case math.IsNaN(lo) && !math.IsNaN(hi):
-		return "≤ " + plain(hi)
+		return "≤ " + num(hi)
 	case math.IsInf(hi, 1):
-		return "> " + plain(lo)
+		return "> " + num(lo)
 	case lo <= 0:
-		return "≤ " + plain(hi)
+		return "≤ " + num(hi)
 	}
-	return "(" + plain(lo) + ", " + plain(hi) + "]"
+	return "(" + num(lo) + ", " + num(hi) + "]"
 }
 
 // quantileText prints a quantile at step i as its bucket in seconds: "2.5–5 s", "> 10 s".
 func quantileText(e *env, s series.Signal, i int) string {
 	x := e.set.Get(e.key, s)
 	if x == nil || math.IsNaN(x.Values[i]) {
-		return "unknown"
+		return series.Missing
 	}
 	if !x.HasBounds() {
 		return seconds(x.Values[i])
@@ -105,7 +105,7 @@ func quantileText(e *env, s series.Signal, i int) string {
 func baselineQuantileText(e *env, s series.Signal, i int) string {
 	up := e.baseline(s, true).upper[e.baseStep(i)]
 	if math.IsNaN(up) {
-		return "unknown"
+		return series.Missing
 	}
 	return "≤ " + seconds(up)
 }
@@ -117,26 +117,9 @@ func bucketText(lo, hi float64) string {
 	case lo <= 0:
 		return "≤ " + seconds(hi)
 	}
-	return fmt.Sprintf("%s–%s", plain(lo), seconds(hi))
+	return fmt.Sprintf("%s–%s", num(lo), seconds(hi))
 }
 
-func seconds(v float64) string {
-	if math.IsNaN(v) {
-		return "unknown"
-	}
-	return num(v) + " s"
-}
+func seconds(v float64) string { return series.Format("%.4g s", v) }
 
-func plain(v float64) string {
-	if math.IsNaN(v) {
-		return "unknown"
-	}
-	return num(v)
-}
-
-func percent(v float64) string {
-	if math.IsNaN(v) {
-		return "unknown"
-	}
-	return fmt.Sprintf("%.0f%%", 100*v)
-}
+func percent(v float64) string { return series.Format("%.0f%%", 100*v) }

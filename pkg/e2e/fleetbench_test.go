@@ -53,6 +53,7 @@ func fleetFor(b *testing.B, n int) *benchFleet {
 		b.Fatal(err)
 	}
 	start := time.Now().Add(-benchSpan - 5*time.Minute).Truncate(time.Minute)
+	began := time.Now()
 	res, err := sim.Run(sc, start, benchSpan, scrape, sim.WithoutSpans())
 	if err != nil {
 		b.Fatal(err)
@@ -65,9 +66,13 @@ func fleetFor(b *testing.B, n int) *benchFleet {
 	if err := res.WriteFile(file); err != nil {
 		b.Fatal(err)
 	}
+	simulated := time.Since(began)
 	res = nil
 	f := &benchFleet{n: n, queryLog: filepath.Join(dir, "queries.log"), start: start}
+	began = time.Now()
 	f.prom = testbed.PrometheusLogging(b, f.queryLog, file)
+	// The backfill's cost decides which fleet sizes a machine can bench: print it.
+	fmt.Printf("fleet N=%d: simulated and written in %s, backfilled and loaded in %s\n", n, simulated.Round(time.Second), time.Since(began).Round(time.Second))
 	_ = os.Remove(file)
 	benchFleets[n] = f
 	return f
@@ -151,7 +156,8 @@ func rssMB(field string) float64 {
 // back from Prometheus's query log and sent at once by a plain client. It reports the ratio, the
 // number of PromQL queries, and 50 concurrent dashboard refreshes (four diagnosis panels each):
 // their wall time and this process's peak RSS (the plugin runs in the test process; its RSS
-// includes the test harness). VLLM_DIAG_FLEET_N lists the fleet sizes (default 10).
+// includes the test harness), and the idle RSS once the evaluations expired, split into heap,
+// anonymous memory and the binary's mapped pages. VLLM_DIAG_FLEET_N lists the fleet sizes (default 10).
 func BenchmarkFleetDiagnosis(b *testing.B) {
 	sizes := os.Getenv("VLLM_DIAG_FLEET_N")
 	if sizes == "" {
@@ -219,9 +225,18 @@ func benchFleetDiagnosis(b *testing.B, f *benchFleet) {
 	}
 	b.StopTimer()
 
+	// Idle is a plugin between refreshes: its evaluations expire within one scrape interval
+	// (the data source's default, the simulator's), and then nothing of the fleet is held.
+	time.Sleep(scrape + time.Second)
 	runtime.GC()
 	debug.FreeOSMemory()
 	idle := rssMB("VmRSS")
+	// What the resident set is: anonymous memory (heap, stacks, runtime) and the mapped test
+	// binary's pages (code the plugin, the harness and their libraries ran).
+	idleAnon, idleFile := rssMB("RssAnon"), rssMB("RssFile")
+	var mem runtime.MemStats
+	runtime.ReadMemStats(&mem)
+	idleHeap := float64(mem.HeapInuse) / (1 << 20)
 	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) // resets VmHWM to the current RSS
 	pc.DataSourceInstanceSettings.Updated = time.Now()
 	began := time.Now()
@@ -243,5 +258,8 @@ func benchFleetDiagnosis(b *testing.B, f *benchFleet) {
 	b.ReportMetric(float64(queries), "promql-queries")
 	b.ReportMetric(float64(refresh50.Milliseconds()), "refresh50-ms")
 	b.ReportMetric(idle, "idle-rss-MB")
+	b.ReportMetric(idleHeap, "idle-heap-MB")
+	b.ReportMetric(idleAnon, "idle-anon-MB")
+	b.ReportMetric(idleFile, "idle-file-MB")
 	b.ReportMetric(rssMB("VmHWM"), "peak-rss-MB")
 }

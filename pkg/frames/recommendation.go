@@ -1,7 +1,6 @@
 package frames
 
 import (
-	"math"
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/data"
@@ -34,11 +33,7 @@ func RecommendationSeries(res diagnosis.Result) data.Frames {
 		if _, ok := values[k]; ok {
 			continue
 		}
-		v := make([]float64, len(times))
-		for i := range v {
-			v[i] = math.NaN()
-		}
-		values[k] = v
+		values[k] = series.NaNs(len(times))
 		order = append(order, k)
 	}
 	for _, f := range res.Findings {

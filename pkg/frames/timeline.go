@@ -92,7 +92,7 @@ func Timeline(res diagnosis.Result, every bool) data.Frames {
 	rows := make([]row, 0, len(res.Timelines))
 	drawn := 0
 	for _, tl := range res.Timelines {
-		values, worst := headlineStates(tl, byKey[tl.Key], times)
+		values, worst := headlineStates(tl, byKey[tl.Key], times, res.Grid.Step)
 		head := data.NewField("headline", KeyLabels(tl.Key), values)
 		head.Config = &data.FieldConfig{DisplayNameFromDS: keyDisplay(tl.Key), Mappings: mappings}
 		frame := data.NewFrame("timeline "+keyName(tl.Key), data.NewField("time", nil, times), head)
@@ -138,7 +138,7 @@ func Timeline(res diagnosis.Result, every bool) data.Frames {
 
 // headlineStates is a key's headline value at each step, and the worst state it reached over
 // the range as a rank (-1 when it was never pending or firing).
-func headlineStates(tl diagnosis.Timeline, findings []diagnosis.Finding, times []time.Time) ([]string, int) {
+func headlineStates(tl diagnosis.Timeline, findings []diagnosis.Finding, times []time.Time, step time.Duration) ([]string, int) {
 	out := make([]string, len(times))
 	worst := -1
 	for i, t := range times {
@@ -147,7 +147,7 @@ func headlineStates(tl diagnosis.Timeline, findings []diagnosis.Finding, times [
 		for _, rs := range tl.Rules {
 			switch rs.States[i] {
 			case diagnosis.Firing:
-				sev := firingSeverity(findings, rs.Rule, t)
+				sev := firingSeverity(findings, rs.Rule, t, step)
 				if r := severityRank(sev); r > bestRank {
 					best, bestRank = HeadlineValue(sev, rs.Rule), r
 				}
@@ -178,11 +178,12 @@ func headlineStates(tl diagnosis.Timeline, findings []diagnosis.Finding, times [
 	return out, worst
 }
 
-// firingSeverity is the severity of the rule's finding that covers t (a secondary finding is
-// info); the rule fires only inside one of its findings, so warning is only a fallback.
-func firingSeverity(findings []diagnosis.Finding, rule string, t time.Time) string {
+// firingSeverity is the severity of the rule's finding that covers the point at t, which
+// stands for the steps in (t − step, t] (a secondary finding is info); the rule fires only
+// inside one of its findings, so warning is only a fallback.
+func firingSeverity(findings []diagnosis.Finding, rule string, t time.Time, step time.Duration) string {
 	for _, f := range findings {
-		if f.Rule == rule && !t.Before(f.Start) && !t.After(f.End) {
+		if f.Rule == rule && !t.Before(f.Start) && f.End.After(t.Add(-step)) {
 			return string(f.Severity)
 		}
 	}

@@ -154,3 +154,23 @@ func TestTimelineOfNoInstanceIsOneFrameWithItsNotices(t *testing.T) {
 		t.Fatalf("frames %v", frames)
 	}
 }
+
+// At a panel step coarser than the evaluation's, a point stands for the steps before it: a
+// secondary finding that ended inside them keeps its severity (info) in the headline.
+func TestHeadlineSeverityAtACoarsePanelStep(t *testing.T) {
+	k := series.Key{Instance: "vllm-000:8000", Model: "llama"}
+	grid := series.Grid{Start: start, Step: 10 * time.Minute, Len: 3}
+	res := diagnosis.Result{
+		Grid: grid,
+		Timelines: []diagnosis.Timeline{{Key: k, Rules: []diagnosis.RuleStates{
+			{Rule: diagnosis.PrefillBound, States: []diagnosis.State{diagnosis.OK, diagnosis.Firing, diagnosis.OK}},
+		}}},
+		Findings: []diagnosis.Finding{{Rule: diagnosis.PrefillBound, Key: k, Severity: diagnosis.Info,
+			Start: start.Add(3 * time.Minute), End: start.Add(8 * time.Minute)}},
+	}
+	frames := Timeline(res, true)
+	head, _ := frames[0].FieldByName("headline")
+	if got, want := head.At(1).(string), HeadlineValue(string(diagnosis.Info), diagnosis.PrefillBound); got != want {
+		t.Errorf("headline at 10 min: %q, want %q", got, want)
+	}
+}

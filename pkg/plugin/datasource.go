@@ -5,8 +5,8 @@ package plugin
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"net/http"
 	"runtime/debug"
 	"time"
 
@@ -38,6 +38,8 @@ type Datasource struct {
 	resources backend.CallResourceHandler
 	// evals shares diagnosis evaluations between the queries of one refresh.
 	evals *evalCache
+	// closeIdle closes the idle keep-alive connections of the instance's HTTP clients.
+	closeIdle []func()
 }
 
 var (
@@ -66,11 +68,12 @@ func NewDatasource(ctx context.Context, s backend.DataSourceInstanceSettings) (i
 		ds.settingsErr = fmt.Errorf("the data source's HTTP settings are not valid: %w", err)
 		return ds, nil
 	}
-	client, err := httpclient.New(withTimeoutAndRetry(opts, settings.Timeout, httpretry.ReadOnlyClient))
+	client, closeIdle, err := newHTTPClient(opts, settings.Timeout, httpretry.ReadOnlyClient)
 	if err != nil {
 		ds.settingsErr = fmt.Errorf("cannot build an HTTP client from the data source's settings: %w", err)
 		return ds, nil
 	}
+	ds.closeIdle = append(ds.closeIdle, closeIdle)
 	client.Transport = serialBodies{next: client.Transport}
 	api, err := promapi.NewClient(promapi.Config{Address: settings.PrometheusURL, Client: client})
 	if err != nil {
@@ -78,10 +81,38 @@ func NewDatasource(ctx context.Context, s backend.DataSourceInstanceSettings) (i
 		return ds, nil
 	}
 	ds.prom = signals.NewClient(v1.NewAPI(api), settings.Labels, settings.ScrapeInterval, settings.LabelMatchers)
-	if ds.traces, err = newTracesSource(settings); err != nil {
+	ds.traces, closeIdle, err = newTracesSource(settings)
+	if err != nil {
 		ds.settingsErr = err
+		return ds, nil
+	}
+	if closeIdle != nil {
+		ds.closeIdle = append(ds.closeIdle, closeIdle)
 	}
 	return ds, nil
+}
+
+// newHTTPClient builds an SDK HTTP client bounded by the data source's timeout and retrying
+// what idempotent allows, and returns its transport's CloseIdleConnections for Dispose: the
+// SDK's middleware chain hides the transport from http.Client.CloseIdleConnections.
+func newHTTPClient(opts httpclient.Options, timeout time.Duration, idempotent httpretry.Idempotent) (*http.Client, func(), error) {
+	var transport *http.Transport
+	configure := opts.ConfigureTransport
+	opts.ConfigureTransport = func(o httpclient.Options, t *http.Transport) {
+		if configure != nil {
+			configure(o, t)
+		}
+		transport = t
+	}
+	client, err := httpclient.New(withTimeoutAndRetry(opts, timeout, idempotent))
+	if err != nil {
+		return nil, nil, err
+	}
+	return client, func() {
+		if transport != nil {
+			transport.CloseIdleConnections()
+		}
+	}, nil
 }
 
 // withTimeoutAndRetry bounds every call of a client by the data source's timeout (the SDK
@@ -101,8 +132,17 @@ func withTimeoutAndRetry(opts httpclient.Options, timeout time.Duration, idempot
 	return opts
 }
 
-// Dispose releases nothing: the HTTP clients are garbage collected with the instance.
-func (d *Datasource) Dispose() {}
+// Dispose is called by Grafana's instance manager once the instance has been replaced (the
+// settings were saved) or evicted. It closes the idle keep-alive connections of the
+// Prometheus and trace clients, whose read and write goroutines would otherwise stay until the
+// transport's idle timeout (Grafana's httpIdleConnTimeout setting, 90 s by default). A
+// connection still busy with a late query goes back to the pool when it ends and closes after
+// that timeout.
+func (d *Datasource) Dispose() {
+	for _, closeIdle := range d.closeIdle {
+		closeIdle()
+	}
+}
 
 // handler answers one query of one type.
 type handler func(ctx context.Context, d *Datasource, q backend.DataQuery, query Query) backend.DataResponse
@@ -132,7 +172,7 @@ func (d *Datasource) QueryData(ctx context.Context, req *backend.QueryDataReques
 
 func (d *Datasource) query(ctx context.Context, q backend.DataQuery) backend.DataResponse {
 	if d.settingsErr != nil {
-		return backend.ErrDataResponseWithSource(backend.StatusBadRequest, backend.ErrorSourcePlugin, "data source settings: "+d.settingsErr.Error())
+		return badQuery(fmt.Errorf("data source settings: %w", d.settingsErr))
 	}
 	query, err := ParseQuery(q.JSON, q.QueryType)
 	if err != nil {
@@ -143,25 +183,6 @@ func (d *Datasource) query(ctx context.Context, q backend.DataQuery) backend.Dat
 		return badQuery(fmt.Errorf("unknown queryType %q: use one of signals, diagnosis, requests, explain, verdict", query.QueryType))
 	}
 	return h(ctx, d, q, query)
-}
-
-// badQuery is the answer to a query that cannot be run as written.
-func badQuery(err error) backend.DataResponse {
-	return backend.ErrDataResponseWithSource(backend.StatusBadRequest, backend.ErrorSourcePlugin, err.Error())
-}
-
-// errorResponse answers with an error whose source (plugin or downstream) the client edge set;
-// an error without one is the plugin's.
-func errorResponse(err error) backend.DataResponse {
-	status := backend.StatusBadRequest
-	source := backend.ErrorSourcePlugin
-	if backend.IsDownstreamError(err) {
-		status, source = backend.StatusBadGateway, backend.ErrorSourceDownstream
-		if errors.Is(err, context.DeadlineExceeded) {
-			status = backend.StatusTimeout
-		}
-	}
-	return backend.ErrDataResponseWithSource(status, source, err.Error())
 }
 
 // CallResource serves the routes that editors and template variables call.

@@ -111,6 +111,15 @@ func (c *evalCache) put(key evalKey, d *Diagnosis) {
 		delete(c.entries, oldest)
 	}
 	c.entries[key] = evalEntry{diag: d, at: now}
+	// An idle data source keeps nothing: an evaluation holds every fetched series of its
+	// range (megabytes on a fleet), so it leaves when it expires, not at the next put.
+	time.AfterFunc(c.ttl, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if e, ok := c.entries[key]; ok && e.at.Equal(now) {
+			delete(c.entries, key)
+		}
+	})
 }
 
 // markShared says in a response's first frame that its evaluation was shared with other

@@ -139,8 +139,15 @@ func (d *Datasource) diagnose(ctx context.Context, q backend.DataQuery, query Qu
 
 // evaluate is one evaluation: the fetch and the rules over it.
 func (d *Datasource) evaluate(ctx context.Context, query Query, rules []string, wanted []series.Signal, step time.Duration, from, to time.Time) (*Diagnosis, error) {
-	opts := diagnosis.Options{Rules: rules, Thresholds: d.settings.Thresholds, EvalFrom: from}
+	opts := diagnosis.Options{Rules: rules, Thresholds: d.settings.Thresholds, EvalFrom: from,
+		Report: series.NewGrid(from, to, step)}
 	lookback, err := diagnosis.Lookback(opts)
+	if err != nil {
+		return nil, backend.PluginError(err)
+	}
+	// The rules run at the step their `for` needs, as Prometheus' rule engine would; the
+	// timelines and alert series come back at the panel's step.
+	evalStep, err := diagnosis.EvalStep(opts, step, d.settings.ScrapeInterval, to.Sub(from))
 	if err != nil {
 		return nil, backend.PluginError(err)
 	}
@@ -148,7 +155,7 @@ func (d *Datasource) evaluate(ctx context.Context, query Query, rules []string, 
 		Signals:     wanted,
 		Start:       from.Add(-lookback),
 		End:         to,
-		Step:        step,
+		Step:        evalStep,
 		Instance:    query.Instance,
 		Model:       query.Model,
 		CacheConfig: true,

@@ -43,11 +43,11 @@ func handleExplain(ctx context.Context, d *Datasource, q backend.DataQuery, quer
 	}
 	req, err := d.traces.Get(ctx, query.TraceID)
 	if errors.Is(err, traces.ErrNotFound) {
-		return tracesError(fmt.Errorf("%w: no trace %s in %s at %s: it may have expired or been sampled out", traces.ErrNotFound,
+		return errorResponse(fmt.Errorf("%w: no trace %s in %s at %s: it may have expired or been sampled out", traces.ErrNotFound,
 			strings.TrimSpace(query.TraceID), backendName(d.settings.TracesBackend), redacted(d.settings.TracesURL)))
 	}
 	if err != nil {
-		return tracesError(err)
+		return errorResponse(err)
 	}
 
 	// The metrics cover the request with a margin, and the query's range when it is larger.

@@ -86,7 +86,7 @@ func handleRequests(ctx context.Context, d *Datasource, q backend.DataQuery, que
 	notices = append(notices, p.notices...)
 	reqs, info, _, err := traces.SearchAll(ctx, d.traces, p.queries, searchParallel)
 	if err != nil {
-		return tracesError(err)
+		return errorResponse(err)
 	}
 	executed = append(executed, info.Query)
 	if diag != nil {

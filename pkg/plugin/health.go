@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/seed/vllm-datasource/pkg/vllm"
 )
@@ -59,11 +60,15 @@ func generationName(g vllm.Generation) string {
 	}
 }
 
-func matchersNote(ms []string) string {
+func matchersNote(ms []*labels.Matcher) string {
 	if len(ms) == 0 {
 		return ""
 	}
-	return " matching {" + strings.Join(ms, ", ") + "}"
+	printed := make([]string, len(ms))
+	for i, m := range ms {
+		printed[i] = m.String()
+	}
+	return " matching {" + strings.Join(printed, ", ") + "}"
 }
 
 // tracesHealth describes the trace backend: whether it answers and holds vLLM spans. A trace

@@ -12,6 +12,7 @@ import (
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/backend/httpclient"
+	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/seed/vllm-datasource/pkg/diagnosis"
 	"github.com/seed/vllm-datasource/pkg/signals"
@@ -45,6 +46,41 @@ type jsonData struct {
 	Timeout json.RawMessage `json:"timeout"`
 }
 
+// settingsDefaults are the jsonData settings' defaults (DESIGN §7), their one Go home: LoadSettings
+// fills them in, and SettingsDefaultsJSON writes them for the front end's editor to be tested
+// against. Each value comes from the package that owns its vocabulary.
+var settingsDefaults = jsonData{
+	TracesBackend:         TracesNone,
+	ScrapeInterval:        "15s",
+	InstanceLabel:         signals.DefaultLabels.Instance,
+	ModelLabel:            signals.DefaultLabels.Model,
+	ServiceName:           vllm.DefaultServiceName,
+	SpanName:              vllm.DefaultSpanName,
+	SpanInstanceAttribute: vllm.DefaultInstanceAttr,
+	SpanModelAttribute:    vllm.DefaultModelAttr,
+}
+
+// SettingsDefaultsJSON is the jsonData defaults as one JSON object by their jsonData names, the
+// settings without a default left out; testdata/settings_defaults.json holds it for the front
+// end's test of its SETTINGS_DEFAULTS.
+func SettingsDefaultsJSON() ([]byte, error) {
+	raw, err := json.Marshal(settingsDefaults)
+	if err != nil {
+		return nil, err
+	}
+	var all map[string]any
+	if err := json.Unmarshal(raw, &all); err != nil {
+		return nil, err
+	}
+	set := map[string]any{}
+	for k, v := range all {
+		if v != nil && v != "" {
+			set[k] = v
+		}
+	}
+	return json.MarshalIndent(set, "", "  ")
+}
+
 // Settings are a data source's validated settings.
 type Settings struct {
 	PrometheusURL         string
@@ -53,7 +89,7 @@ type Settings struct {
 	TracesBasicAuthUser   string
 	TracesDatasourceUID   string
 	ScrapeInterval        time.Duration
-	LabelMatchers         []string
+	LabelMatchers         []*labels.Matcher
 	Labels                signals.Labels
 	ServiceName           string
 	SpanName              string
@@ -78,15 +114,15 @@ func LoadSettings(s backend.DataSourceInstanceSettings) (Settings, error) {
 	}
 	out := Settings{
 		PrometheusURL:           strings.TrimRight(s.URL, "/"),
-		TracesBackend:           orDefault(j.TracesBackend, TracesNone),
+		TracesBackend:           orDefault(j.TracesBackend, settingsDefaults.TracesBackend),
 		TracesURL:               strings.TrimRight(j.TracesURL, "/"),
 		TracesBasicAuthUser:     j.TracesBasicAuthUser,
 		TracesDatasourceUID:     j.TracesDatasourceUID,
-		Labels:                  signals.Labels{Instance: orDefault(j.InstanceLabel, "instance"), Model: orDefault(j.ModelLabel, vllm.LabelModelName)},
-		ServiceName:             orDefault(j.ServiceName, vllm.DefaultServiceName),
-		SpanName:                orDefault(j.SpanName, vllm.DefaultSpanName),
-		SpanInstanceAttribute:   orDefault(j.SpanInstanceAttribute, vllm.DefaultInstanceAttr),
-		SpanModelAttribute:      orDefault(j.SpanModelAttribute, vllm.DefaultModelAttr),
+		Labels:                  signals.Labels{Instance: orDefault(j.InstanceLabel, settingsDefaults.InstanceLabel), Model: orDefault(j.ModelLabel, settingsDefaults.ModelLabel)},
+		ServiceName:             orDefault(j.ServiceName, settingsDefaults.ServiceName),
+		SpanName:                orDefault(j.SpanName, settingsDefaults.SpanName),
+		SpanInstanceAttribute:   orDefault(j.SpanInstanceAttribute, settingsDefaults.SpanInstanceAttribute),
+		SpanModelAttribute:      orDefault(j.SpanModelAttribute, settingsDefaults.SpanModelAttribute),
 		tracesBasicAuthPassword: s.DecryptedSecureJSONData["tracesBasicAuthPassword"],
 		tracesBearerToken:       s.DecryptedSecureJSONData["tracesBearerToken"],
 	}
@@ -102,7 +138,7 @@ func LoadSettings(s backend.DataSourceInstanceSettings) (Settings, error) {
 	default:
 		return Settings{}, fmt.Errorf("tracesBackend %q is not one of tempo, jaeger or none", out.TracesBackend)
 	}
-	scrape := orDefault(j.ScrapeInterval, "15s")
+	scrape := orDefault(j.ScrapeInterval, settingsDefaults.ScrapeInterval)
 	d, err := time.ParseDuration(scrape)
 	if err != nil || d <= 0 {
 		return Settings{}, fmt.Errorf("scrapeInterval %q is not a positive duration such as 15s or 1m", scrape)

@@ -48,7 +48,11 @@ func TestLoadSettingsReadsJSONData(t *testing.T) {
 		t.Errorf("settings %+v do not hold the jsonData", got)
 	}
 	want := []string{`job="vllm"`, `namespace=~"inference-.*"`}
-	if strings.Join(got.LabelMatchers, " ") != strings.Join(want, " ") {
+	var printed []string
+	for _, m := range got.LabelMatchers {
+		printed = append(printed, m.String())
+	}
+	if strings.Join(printed, " ") != strings.Join(want, " ") {
 		t.Errorf("label matchers %q, want %q", got.LabelMatchers, want)
 	}
 }

@@ -1,6 +1,9 @@
 // Package series holds the aligned time series that the signals package produces and the
 // domain packages (diagnosis, correlate) consume: values of named signals per vLLM instance and
-// model on one regular time grid. It has no I/O.
+// model on one regular time grid. It has no I/O. It is also the one home of what those
+// packages share: the NaN fill of a series (NaNs), the number formatting of their texts with one
+// wording for a missing value (Format, Missing), and the request minimum for a quantile or a
+// window statistic (MinRequests).
 package series
 
 import (
@@ -65,11 +68,7 @@ type Series struct {
 
 // NewSeries returns a series of n NaN values.
 func NewSeries(signal Signal, key Key, n int) *Series {
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = math.NaN()
-	}
-	return &Series{Signal: signal, Key: key, Values: v}
+	return &Series{Signal: signal, Key: key, Values: NaNs(n)}
 }
 
 // HasBounds reports whether the series carries quantile bucket intervals.

@@ -48,3 +48,33 @@ func TestSetKeepsSeriesPerKeyInOrder(t *testing.T) {
 		t.Errorf("a missing signal reads %v, want NaN", v)
 	}
 }
+
+// TestFormat: one wording for a missing value, the verb's own text otherwise.
+func TestFormat(t *testing.T) {
+	cases := []struct {
+		name   string
+		format string
+		v      float64
+		want   string
+	}{
+		{"a number", "%.3g s", 0.3125, "0.312 s"},
+		{"a percentage", "%.0f%%", 97.4, "97%"},
+		{"NaN is missing", "%.3g", math.NaN(), Missing},
+		{"an infinity is missing", "%.3g", math.Inf(1), Missing},
+		{"a negative infinity is missing", "%.0f%%", math.Inf(-1), Missing},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Format(tc.format, tc.v); got != tc.want {
+				t.Errorf("Format(%q, %v) = %q; want %q", tc.format, tc.v, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestNaNs(t *testing.T) {
+	v := NaNs(3)
+	if len(v) != 3 || !math.IsNaN(v[0]) || !math.IsNaN(v[2]) {
+		t.Errorf("NaNs(3) = %v; want three NaNs", v)
+	}
+}

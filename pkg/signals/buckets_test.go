@@ -13,6 +13,7 @@ import (
 	promapi "github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -73,7 +74,7 @@ func TestQuantilesReadEachInstancesOwnBuckets(t *testing.T) {
 	prom := testbed.Prometheus(t, file)
 	api, err := promapi.NewClient(promapi.Config{Address: prom.URL})
 	require.NoError(t, err)
-	client := signals.NewClient(v1.NewAPI(api), signals.DefaultLabels, scrapeEvery, []string{`job="layouts"`})
+	client := signals.NewClient(v1.NewAPI(api), signals.DefaultLabels, scrapeEvery, []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "job", "layouts")})
 
 	end := start.Add(scrapes * scrapeEvery)
 	res, err := client.Fetch(context.Background(), signals.Request{Signals: []series.Signal{series.TTFTP50, series.TTFTP99, series.TTFTRatio},

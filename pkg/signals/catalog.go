@@ -8,11 +8,20 @@
 // description). A V0 server without the spec-decode token counters has only its lifetime
 // acceptance gauge (vllm:spec_decode_draft_acceptance_rate), used as the acceptance rate's
 // fallback. Quantile signals are computed here from each series' own bucket rates (quantile.go).
+//
+// The PromQL is written through the Prometheus parser's types: matchers are labels.Matchers
+// (the settings' labelMatchers as the parser read them, the instance and model filters as
+// regex matchers), selectors the AST's VectorSelector and MatrixSelector printed by their
+// String(), and windows model.Durations; the functions around them are fixed text. Prometheus's
+// failures are marked with the SDK's backend.DownstreamError, a query it rejects as bad_data
+// with backend.PluginError.
 package signals
 
 import (
 	"fmt"
 	"sort"
+
+	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/seed/vllm-datasource/pkg/series"
 	"github.com/seed/vllm-datasource/pkg/vllm"
@@ -67,7 +76,7 @@ func quantile(name series.Signal, label string, q float64, group, desc string, f
 
 // bucketRates is the PromQL of a histogram family's bucket rates per instance, model and le.
 func bucketRates(b builder, family string) string {
-	return fmt.Sprintf("sum by (%s, le) (rate(%s[%s]))", b.by(), b.sel(family+"_bucket"), b.window)
+	return fmt.Sprintf("sum by (%s, le) (rate(%s))", b.by(), b.over(family+"_bucket"))
 }
 
 func mean(name series.Signal, label, unit, group, desc string, families ...string) Def {
@@ -99,7 +108,7 @@ func gauge(agg string, metric string) alt {
 // gaugeAvg is a gauge averaged over the rate window, the busiest engine's.
 func gaugeAvg(metric string) alt {
 	return alt{needs: []string{metric}, expr: func(b builder) string {
-		return fmt.Sprintf("max by (%s) (avg_over_time(%s[%s]))", b.by(), b.sel(metric), b.window)
+		return fmt.Sprintf("max by (%s) (avg_over_time(%s))", b.by(), b.over(metric))
 	}}
 }
 
@@ -113,9 +122,9 @@ func gaugeAvg(metric string) alt {
 func windowedLifetimeRatio(ratio, counter string) alt {
 	return alt{needs: []string{ratio, counter}, expr: func(b builder) string {
 		r := fmt.Sprintf("(max by (%s) (%s) >= 0)", b.by(), b.sel(ratio))
-		rOff := fmt.Sprintf("(max by (%s) (%s offset %s) >= 0)", b.by(), b.sel(ratio), b.window)
+		rOff := fmt.Sprintf("(max by (%s) (%s) >= 0)", b.by(), b.offset(ratio))
 		p := fmt.Sprintf("sum by (%s) (%s)", b.by(), b.sel(counter))
-		pOff := fmt.Sprintf("sum by (%s) (%s offset %s)", b.by(), b.sel(counter), b.window)
+		pOff := fmt.Sprintf("sum by (%s) (%s)", b.by(), b.offset(counter))
 		return fmt.Sprintf("clamp((%s * %s - %s * %s) / (%s - %s > 0), 0, 1)", r, p, rOff, pOff, p, pOff)
 	}}
 }
@@ -124,11 +133,11 @@ func windowedLifetimeRatio(ratio, counter string) alt {
 // rate window; NaN (no draft yet) has no value.
 func lifetimeGauge(metric string) alt {
 	return alt{needs: []string{metric}, expr: func(b builder) string {
-		return fmt.Sprintf("avg by (%s) (avg_over_time(%s[%s]) >= 0)", b.by(), b.sel(metric), b.window)
+		return fmt.Sprintf("avg by (%s) (avg_over_time(%s) >= 0)", b.by(), b.over(metric))
 	}}
 }
 
-func rateOf(metric string, extra ...string) alt {
+func rateOf(metric string, extra ...*labels.Matcher) alt {
 	return alt{needs: []string{metric}, expr: func(b builder) string { return b.sumRate(metric, extra...) }}
 }
 
@@ -183,7 +192,7 @@ var Catalog = []Def{
 	{Name: series.WaitingCapacity, Label: "Waiting for capacity", Unit: "short", Group: groupScheduler,
 		Description: "Waiting requests that found no room to be scheduled (vLLM 0.20+); the rest are deferred.",
 		alts: []alt{{needs: []string{vllm.RequestsWaitingByReason}, expr: func(b builder) string {
-			return fmt.Sprintf("sum by (%s) (%s)", b.by(), b.sel(vllm.RequestsWaitingByReason, `reason="capacity"`))
+			return fmt.Sprintf("sum by (%s) (%s)", b.by(), b.sel(vllm.RequestsWaitingByReason, is(vllm.LabelReason, "capacity")))
 		}}}},
 	{Name: series.SpecAcceptanceRate, Label: "Draft acceptance rate", Unit: "percentunit", Group: groupSpec,
 		Description: "Accepted draft tokens over proposed draft tokens (only with speculative decoding on). " +
@@ -201,7 +210,7 @@ var Catalog = []Def{
 	{Name: series.AbortRatio, Label: "Aborted share", Unit: "percentunit", Group: groupThroughput,
 		Description: "Aborted requests (client gone, timeout) over all finished requests.",
 		alts: []alt{{needs: []string{vllm.RequestSuccess}, expr: func(b builder) string {
-			return fmt.Sprintf("(%s or %s) / %s", b.sumRate(vllm.RequestSuccess, `finished_reason="abort"`),
+			return fmt.Sprintf("(%s or %s) / %s", b.sumRate(vllm.RequestSuccess, is(vllm.LabelFinishedReason, "abort")),
 				fmt.Sprintf("0 * %s", b.sumRate(vllm.RequestSuccess)), b.sumRate(vllm.RequestSuccess))
 		}}}},
 	{Name: series.PromptTPS, Label: "Prompt tokens/s", Unit: "short", Group: groupThroughput, Description: "Prefill tokens processed per second.", alts: []alt{rateOf(vllm.PromptTokens)}},
@@ -209,7 +218,7 @@ var Catalog = []Def{
 	{Name: series.RequestCount, Label: "Requests in window", Unit: "short", Group: groupThroughput,
 		Description: "Requests that got a first token within the rate window: how much data each quantile rests on.",
 		alts: []alt{{needs: []string{vllm.TimeToFirstToken}, expr: func(b builder) string {
-			return fmt.Sprintf("sum by (%s) (increase(%s[%s]))", b.by(), b.sel(vllm.TimeToFirstToken+"_count"), b.window)
+			return fmt.Sprintf("sum by (%s) (increase(%s))", b.by(), b.over(vllm.TimeToFirstToken+"_count"))
 		}}}},
 	mean(series.PromptLengthMean, "Prompt length (mean)", "short", groupThroughput, "Mean prompt tokens per request.", vllm.RequestPromptTokens),
 	mean(series.OutputLengthMean, "Output length (mean)", "short", groupThroughput, "Mean output tokens per request.", vllm.RequestGenerationTokens),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -13,6 +14,8 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/seed/vllm-datasource/pkg/series"
@@ -34,7 +37,7 @@ type Client struct {
 	api    v1.API
 	labels Labels
 	scrape time.Duration
-	base   []string // the data source's extra matchers
+	base   []*labels.Matcher // the data source's extra matchers
 
 	mu         sync.Mutex
 	detection  vllm.Detection
@@ -42,8 +45,8 @@ type Client struct {
 }
 
 // NewClient returns a client for a Prometheus HTTP API.
-func NewClient(api v1.API, labels Labels, scrape time.Duration, matchers []string) *Client {
-	return &Client{api: api, labels: labels, scrape: scrape, base: matchers}
+func NewClient(api v1.API, names Labels, scrape time.Duration, matchers []*labels.Matcher) *Client {
+	return &Client{api: api, labels: names, scrape: scrape, base: matchers}
 }
 
 // Request asks for signals over a time range.
@@ -82,7 +85,8 @@ func (c *Client) Detect(ctx context.Context) (vllm.Detection, error) {
 	}
 	c.mu.Unlock()
 
-	match := "{" + strings.Join(append([]string{`__name__=~"vllm:.+"`}, c.base...), ", ") + "}"
+	vllmNames := labels.MustNewMatcher(labels.MatchRegexp, model.MetricNameLabel, "vllm:.+")
+	match := (&parser.VectorSelector{LabelMatchers: append([]*labels.Matcher{vllmNames}, c.base...)}).String()
 	names, _, _, err := c.api.LabelValues(ctx, model.MetricNameLabel, []string{match}, time.Time{}, time.Time{})
 	if err != nil {
 		return vllm.Detection{}, downstream("listing metric names", err)
@@ -290,14 +294,6 @@ func (c *Client) align(set *series.Set, sig series.Signal, m model.Matrix, hists
 	}
 }
 
-func nanSlice(n int) []float64 {
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = math.NaN()
-	}
-	return v
-}
-
 // derive computes the signals defined as ratios of others, with their intervals.
 func (c *Client) derive(set *series.Set, wanted []series.Signal) {
 	for _, sig := range wanted {
@@ -313,7 +309,7 @@ func (c *Client) derive(set *series.Set, wanted []series.Signal) {
 			s := series.NewSeries(sig, key, set.Grid.Len)
 			bounded := num.HasBounds() && den.HasBounds()
 			if bounded {
-				s.Lower, s.Upper = nanSlice(set.Grid.Len), nanSlice(set.Grid.Len)
+				s.Lower, s.Upper = series.NaNs(set.Grid.Len), series.NaNs(set.Grid.Len)
 			}
 			for i := range s.Values {
 				s.Values[i] = num.Values[i] / den.Values[i]
@@ -348,13 +344,8 @@ func hasAny(set *series.Set, sig series.Signal) bool {
 // keeps the series sampled last.
 func (c *Client) cacheConfig(ctx context.Context, b builder, start, end time.Time, set *series.Set) error {
 	noModel := builder{labels: b.labels, window: b.window}
-	for _, m := range b.matchers {
-		if !strings.HasPrefix(m, b.labels.Model+"=") && !strings.HasPrefix(m, b.labels.Model+"!") {
-			noModel.matchers = append(noModel.matchers, m)
-		}
-	}
-	rng := model.Duration(end.Sub(start) + c.scrape)
-	expr := fmt.Sprintf("%s[%s]", noModel.sel(vllm.CacheConfigInfo), rng)
+	noModel.matchers = slices.DeleteFunc(slices.Clone(b.matchers), func(m *labels.Matcher) bool { return m.Name == b.labels.Model })
+	expr := noModel.rangeSel(vllm.CacheConfigInfo, end.Sub(start)+c.scrape)
 	v, _, _, err := c.api.Query(ctx, expr, end)
 	if err != nil {
 		return downstream("reading vllm:cache_config_info", err)

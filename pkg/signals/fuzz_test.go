@@ -8,20 +8,21 @@ import (
 )
 
 // FuzzMatcher: a filter value becomes exactly one regex matcher whose value is the value as
-// sent, or an error; it never changes the selector around it.
+// sent, or an error; the selector written around it parses back to that matcher alone.
 func FuzzMatcher(f *testing.F) {
 	for _, s := range []string{`10.0.0.1:8000`, `a"} or vector(1) #`, `\`, `.*"}) or vector(1) or ({a="`, "a\nb", "модель"} {
 		f.Add(s)
 	}
 	p := parser.NewParser(parser.Options{})
 	f.Fuzz(func(t *testing.T, value string) {
-		m, err := matcher("instance", value)
-		if err != nil || m == "" {
+		b, err := newBuilder(DefaultLabels, Filter{Instance: value}, 0)
+		if err != nil || value == "" {
 			return
 		}
-		ms, err := p.ParseMetricSelector("vllm:num_requests_running{" + m + "}")
+		sel := b.sel("vllm:num_requests_running")
+		ms, err := p.ParseMetricSelector(sel)
 		if err != nil {
-			t.Fatalf("matcher %s does not parse: %v", m, err)
+			t.Fatalf("selector %s does not parse: %v", sel, err)
 		}
 		var got []*labels.Matcher
 		for _, m := range ms {

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-func TestParseMatchersReturnsPromQLMatchers(t *testing.T) {
+func TestParseMatchersReturnsTheParsersMatchers(t *testing.T) {
 	for _, c := range []struct {
 		selector string
 		want     []string
@@ -26,7 +26,11 @@ func TestParseMatchersReturnsPromQLMatchers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Equal(got, c.want) {
+			var printed []string
+			for _, m := range got {
+				printed = append(printed, m.String())
+			}
+			if !slices.Equal(printed, c.want) {
 				t.Errorf("got %q, want %q", got, c.want)
 			}
 		})

@@ -12,6 +12,7 @@ import (
 
 	promapi "github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed/vllm-datasource/pkg/series"
@@ -155,7 +156,7 @@ func TestV0AcceptanceGaugeIsTheFallbackOfTheAcceptanceRate(t *testing.T) {
 	prom := testbed.Prometheus(t, file)
 	api, err := promapi.NewClient(promapi.Config{Address: prom.URL})
 	require.NoError(t, err)
-	client := signals.NewClient(v1.NewAPI(api), signals.DefaultLabels, scrapeEvery, []string{`job="spec"`})
+	client := signals.NewClient(v1.NewAPI(api), signals.DefaultLabels, scrapeEvery, []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "job", "spec")})
 	res, err := client.Fetch(context.Background(), signals.Request{Signals: []series.Signal{series.SpecAcceptanceRate},
 		Start: start.Add(2 * time.Minute), End: start.Add(minutes * time.Minute), Step: scrapeEvery})
 	require.NoError(t, err)

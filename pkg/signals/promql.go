@@ -3,12 +3,15 @@ package signals
 import (
 	"fmt"
 	"regexp"
-	"strconv"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/seed/vllm-datasource/pkg/vllm"
 )
 
 // Labels names the Prometheus labels that identify a vLLM instance and model.
@@ -18,20 +21,20 @@ type Labels struct {
 }
 
 // DefaultLabels are Prometheus's and vLLM's own names.
-var DefaultLabels = Labels{Instance: "instance", Model: "model_name"}
+var DefaultLabels = Labels{Instance: model.InstanceLabel, Model: vllm.LabelModelName}
 
 // Filter selects the vLLM series of a query.
 type Filter struct {
 	// Matchers are extra matchers from the data source settings, such as job="vllm".
-	Matchers []string
+	Matchers []*labels.Matcher
 	// Instance and Model are exact values or regular expressions; empty means all.
 	Instance string
 	Model    string
 }
 
 // ParseMatchers validates a selector such as {job="vllm",namespace=~"inference-.*"} with the
-// PromQL parser and returns its matchers in PromQL form.
-func ParseMatchers(selector string) ([]string, error) {
+// PromQL parser and returns its matchers.
+func ParseMatchers(selector string) ([]*labels.Matcher, error) {
 	selector = strings.TrimSpace(selector)
 	if selector == "" {
 		return nil, nil
@@ -43,14 +46,12 @@ func ParseMatchers(selector string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("label matchers %q are not a valid PromQL selector: %w", selector, err)
 	}
-	out := make([]string, 0, len(ms))
 	for _, m := range ms {
 		if m.Name == model.MetricNameLabel {
 			return nil, fmt.Errorf("label matchers %q must not select a metric name: the plugin chooses vLLM's names", selector)
 		}
-		out = append(out, m.String())
 	}
-	return out, nil
+	return ms, nil
 }
 
 // ValidLabelName reports whether s can be a Prometheus label name.
@@ -58,38 +59,46 @@ func ValidLabelName(s string) bool {
 	return model.LegacyValidation.IsValidLabelName(s)
 }
 
-// matcher returns a regex matcher for a user's value, anchored as PromQL anchors regexes, and
-// quoted so that no value can break out of the string.
-func matcher(label, value string) (string, error) {
+// matcher returns a regex matcher for a user's value, anchored as PromQL anchors regexes; nil
+// for an empty value (all). It is a labels.Matcher, printed by the parser's own String(), so
+// no value can break out of its quoted string.
+func matcher(label, value string) (*labels.Matcher, error) {
 	if value == "" {
-		return "", nil
+		return nil, nil
 	}
 	// Compiled alone too: anchored, a value such as `a") or vector(1) or ("` closes the group
-	// and passes, and only Prometheus would reject it.
+	// and compiles, though it is no regular expression a user meant.
 	if _, err := regexp.Compile(value); err != nil {
-		return "", fmt.Errorf("%s filter %q is neither an exact value nor a valid regular expression: %v", label, value, err)
+		return nil, fmt.Errorf("%s filter %q is neither an exact value nor a valid regular expression: %v", label, value, err)
 	}
-	if _, err := regexp.Compile("^(?:" + value + ")$"); err != nil {
-		return "", fmt.Errorf("%s filter %q is neither an exact value nor a valid regular expression: %v", label, value, err)
+	m, err := labels.NewMatcher(labels.MatchRegexp, label, value)
+	if err != nil {
+		return nil, fmt.Errorf("%s filter %q is neither an exact value nor a valid regular expression: %v", label, value, err)
 	}
-	return label + "=~" + strconv.Quote(value), nil
+	return m, nil
 }
 
-// builder writes the PromQL of one query: its selector, window and grouping.
+// is is the matcher label="value", for the fixed values the catalog selects (reason="capacity").
+func is(label, value string) *labels.Matcher {
+	return labels.MustNewMatcher(labels.MatchEqual, label, value)
+}
+
+// builder writes the PromQL of one query: its selector, window and grouping. Selectors are the
+// PromQL parser's AST nodes, written by their String(), and durations model.Durations.
 type builder struct {
 	labels   Labels
-	matchers []string // already validated, PromQL form
-	window   string
+	matchers []*labels.Matcher // already validated
+	window   time.Duration
 }
 
 func newBuilder(l Labels, f Filter, window time.Duration) (builder, error) {
-	b := builder{labels: l, matchers: append([]string(nil), f.Matchers...), window: model.Duration(window).String()}
+	b := builder{labels: l, matchers: slices.Clone(f.Matchers), window: window}
 	for _, lv := range [][2]string{{l.Instance, f.Instance}, {l.Model, f.Model}} {
 		m, err := matcher(lv[0], lv[1])
 		if err != nil {
 			return builder{}, err
 		}
-		if m != "" {
+		if m != nil {
 			b.matchers = append(b.matchers, m)
 		}
 	}
@@ -98,13 +107,35 @@ func newBuilder(l Labels, f Filter, window time.Duration) (builder, error) {
 
 func (b builder) by() string { return b.labels.Instance + ", " + b.labels.Model }
 
-func (b builder) sel(metric string, extra ...string) string {
-	ms := append(append([]string(nil), b.matchers...), extra...)
-	return metric + "{" + strings.Join(ms, ", ") + "}"
+// vector is the selector of metric with the builder's matchers and extra ones.
+func (b builder) vector(metric string, extra ...*labels.Matcher) *parser.VectorSelector {
+	return &parser.VectorSelector{Name: metric, LabelMatchers: append(slices.Clone(b.matchers), extra...)}
 }
 
-func (b builder) sumRate(metric string, extra ...string) string {
-	return fmt.Sprintf("sum by (%s) (rate(%s[%s]))", b.by(), b.sel(metric, extra...), b.window)
+// sel writes metric's instant selector: vllm:num_requests_running{instance=~"a",job="vllm"}.
+func (b builder) sel(metric string, extra ...*labels.Matcher) string {
+	return b.vector(metric, extra...).String()
+}
+
+// over writes metric's range selector over the rate window: metric{...}[1m].
+func (b builder) over(metric string, extra ...*labels.Matcher) string {
+	return b.rangeSel(metric, b.window, extra...)
+}
+
+// rangeSel writes metric's range selector over d.
+func (b builder) rangeSel(metric string, d time.Duration, extra ...*labels.Matcher) string {
+	return (&parser.MatrixSelector{VectorSelector: b.vector(metric, extra...), Range: d}).String()
+}
+
+// offset writes metric's instant selector one rate window back: metric{...} offset 1m.
+func (b builder) offset(metric string) string {
+	v := b.vector(metric)
+	v.OriginalOffset = b.window
+	return v.String()
+}
+
+func (b builder) sumRate(metric string, extra ...*labels.Matcher) string {
+	return fmt.Sprintf("sum by (%s) (rate(%s))", b.by(), b.over(metric, extra...))
 }
 
 // Window returns the rate window for a step: at least four scrape intervals, so that every

@@ -106,7 +106,7 @@ func histograms(m model.Matrix, l Labels, g series.Grid) map[series.Key]*histogr
 		}
 		row := rows[le]
 		if row == nil {
-			row = nanSlice(g.Len)
+			row = series.NaNs(g.Len)
 			rows[le] = row
 		}
 		for _, p := range stream.Values {
@@ -140,7 +140,7 @@ func histograms(m model.Matrix, l Labels, g series.Grid) map[series.Key]*histogr
 // quantile fills a quantile series from the histogram: the value histogram_quantile would
 // answer at each step, and the bucket that holds it.
 func (h *histogram) quantile(q float64, s *series.Series) {
-	s.Lower, s.Upper = nanSlice(len(s.Values)), nanSlice(len(s.Values))
+	s.Lower, s.Upper = series.NaNs(len(s.Values)), series.NaNs(len(s.Values))
 	bs := make([]bucket, 0, len(h.uppers))
 	for i := range s.Values {
 		bs = bs[:0]

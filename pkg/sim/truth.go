@@ -13,12 +13,6 @@ const (
 	truthMinSpan = 120.0 // shorter ones are dropped
 )
 
-// exactTruth holds the rules whose mechanism is their own condition over a rate window
-// (preemptions_free_cache: preemptions against the cache's average fill over the same minute).
-// Their truth is read as the rule reads it: one false minute ends an interval, which must last
-// the rule's `for` (seconds) to count.
-var exactTruth = map[string]float64{RulePreemptionsFreeCache: 300}
-
 // mechanisms say, from engine state over a minute (and the instance's state before the
 // fault as the baseline), whether a fault's cause is at work.
 var mechanisms = map[string]func(a, base window) bool{
@@ -98,9 +92,6 @@ func truth(s *instanceSim, start time.Time, duration float64) []Finding {
 			base.add(s.windows[k])
 		}
 		maxGap, minSpan := truthMaxGap, truthMinSpan
-		if d, ok := exactTruth[f.Rule]; ok {
-			maxGap, minSpan = s.scrape, d
-		}
 		var spans [][2]float64
 		for k := per - 1; k < len(s.windows); k++ {
 			var a window

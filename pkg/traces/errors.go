@@ -1,12 +1,11 @@
 package traces
 
-import (
-	"errors"
-	"fmt"
-)
+import "errors"
 
-// Errors caused by what the user asked for. The plugin reports them with the plugin error
-// source; test with errors.Is.
+// Errors caused by what the user asked for: they carry no error source, so the plugin reports
+// them as its own (the SDK's default); test with errors.Is. Failures of the trace backend itself
+// (unreachable, timed out, an error status, an answer truncated, too large or not the expected
+// JSON) are marked at the client edge with the SDK's backend.DownstreamError.
 var (
 	// ErrInvalidTraceID: the id is not 1 to 32 hexadecimal digits, or is all zeros.
 	ErrInvalidTraceID = errors.New("invalid trace id")
@@ -17,37 +16,3 @@ var (
 	// ErrInvalidQuery: a search parameter is out of range (empty time range, negative limit, ...).
 	ErrInvalidQuery = errors.New("invalid trace query")
 )
-
-// DownstreamError is a failure of the trace backend: unreachable, timed out, an error status,
-// or an answer that is truncated, too large or not the expected JSON. The plugin reports it
-// with the downstream error source.
-type DownstreamError struct {
-	// Backend is "Tempo" or "Jaeger"; URL is the base URL with any password redacted.
-	Backend, URL string
-	// Status is the HTTP status code, 0 when no answer came.
-	Status int
-	// Msg says what happened and what to check, in words a user can act on.
-	Msg string
-	// Err is the underlying error, if any.
-	Err error
-}
-
-func (e *DownstreamError) Error() string {
-	s := fmt.Sprintf("%s at %s: ", e.Backend, e.URL)
-	if e.Status != 0 && (e.Status < 200 || e.Status > 299) {
-		s = fmt.Sprintf("%s at %s answered %d: ", e.Backend, e.URL, e.Status)
-	}
-	s += e.Msg
-	if e.Err != nil {
-		s += ": " + e.Err.Error()
-	}
-	return s
-}
-
-func (e *DownstreamError) Unwrap() error { return e.Err }
-
-// IsDownstream reports whether err is (or wraps) a failure of the trace backend.
-func IsDownstream(err error) bool {
-	var d *DownstreamError
-	return errors.As(err, &d)
-}

@@ -3,8 +3,9 @@ package verdict
 import (
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
+
+	"github.com/seed/vllm-datasource/pkg/series"
 )
 
 // describers write what a window measured for an optimisation, in the row's baseline and
@@ -44,27 +45,12 @@ var describers = map[Optimisation]func(Stats) string{
 	},
 }
 
-// num prints a measured number with three significant digits; "n/a" when there is none.
-func num(v float64) string {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return "n/a"
-	}
-	return strconv.FormatFloat(v, 'g', 3, 64)
-}
+// num prints a measured number with three significant digits; series.Missing when there is none.
+func num(v float64) string { return series.Format("%.3g", v) }
 
-func pct(v float64) string {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return "n/a"
-	}
-	return strconv.FormatFloat(100*v, 'g', 3, 64) + "%"
-}
+func pct(v float64) string { return series.Format("%.3g%%", 100*v) }
 
-func ms(v float64) string {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return "n/a"
-	}
-	return strconv.FormatFloat(1000*v, 'g', 3, 64) + " ms"
-}
+func ms(v float64) string { return series.Format("%.3g ms", 1000*v) }
 
 // seconds prints a latency quantile as its bucket interval and estimate: "0.25–0.5 s (≈0.31 s)".
 func seconds(q Interval) string { return interval(q, " s") }
@@ -74,7 +60,7 @@ func plain(q Interval) string { return interval(q, "") }
 
 func interval(q Interval, unit string) string {
 	if !q.Known() {
-		return "n/a"
+		return series.Missing
 	}
 	upper := "+Inf"
 	if !math.IsInf(q.Upper, 1) {

@@ -75,7 +75,7 @@ type Params struct {
 
 // DefaultParams are the bounds the package doc states.
 func DefaultParams() Params {
-	return Params{MinRequests: 20, LoadTolerance: 0.25, MeanChange: 0.10, HitRate: 0.5, Acceptance: 0.7,
+	return Params{MinRequests: series.MinRequests, LoadTolerance: 0.25, MeanChange: 0.10, HitRate: 0.5, Acceptance: 0.7,
 		Counterproductive: 0.6, FP8Halved: 0.65, FP8Blocks: 1.5, NearCeiling: 0.8, WaitingShare: 0.1}
 }
 

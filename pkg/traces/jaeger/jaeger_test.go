@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+
 	"github.com/seed/vllm-datasource/pkg/traces"
 	"github.com/seed/vllm-datasource/pkg/traces/internal/tracetest"
 )
@@ -144,8 +146,7 @@ func TestJaegerSearchNoTracesIsEmpty(t *testing.T) {
 func TestJaegerSearchRejectionIsDownstream(t *testing.T) {
 	j, _ := tracetest.Start(t, map[string]tracetest.Route{"/api/traces": {Status: 400, File: "jaeger_api_traces_error_missing_service.json"}}, traces.Options{}, New)
 	_, _, err := j.Search(context.Background(), jaegerQuery())
-	var d *traces.DownstreamError
-	if !errors.As(err, &d) || d.Status != http.StatusBadRequest || !strings.Contains(err.Error(), "parameter 'service' is required") {
+	if !backend.IsDownstreamError(err) || !strings.Contains(err.Error(), "answered 400") || !strings.Contains(err.Error(), "parameter 'service' is required") {
 		t.Errorf("err = %v; want a downstream 400 quoting Jaeger", err)
 	}
 }
@@ -153,7 +154,7 @@ func TestJaegerSearchRejectionIsDownstream(t *testing.T) {
 func TestJaegerSearchOnAPathThatIsNotJaegerIsDownstream(t *testing.T) {
 	j, _ := tracetest.Start(t, map[string]tracetest.Route{}, traces.Options{}, New)
 	_, _, err := j.Search(context.Background(), jaegerQuery())
-	if !traces.IsDownstream(err) || !strings.Contains(err.Error(), "check that tracesUrl points at Jaeger") {
+	if !backend.IsDownstreamError(err) || !strings.Contains(err.Error(), "check that tracesUrl points at Jaeger") {
 		t.Errorf("err = %v; want a downstream error naming tracesUrl", err)
 	}
 }
@@ -184,7 +185,7 @@ func TestJaegerGetErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			j, _ := tracetest.Start(t, map[string]tracetest.Route{"/api/v3/traces/" + id: tt.route}, traces.Options{}, New)
 			_, err := j.Get(context.Background(), id)
-			if !errors.Is(err, tt.want) || traces.IsDownstream(err) {
+			if !errors.Is(err, tt.want) || backend.IsDownstreamError(err) {
 				t.Errorf("err = %v, want %v and not downstream", err, tt.want)
 			}
 		})

@@ -3,11 +3,12 @@ package tempo
 import (
 	"context"
 	"errors"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
 
 	"github.com/seed/vllm-datasource/pkg/traces"
 	"github.com/seed/vllm-datasource/pkg/traces/internal/tracetest"
@@ -177,8 +178,7 @@ func TestTempoSearchWithNoMatchIsEmpty(t *testing.T) {
 func TestTempoSearchRejectedTraceQLIsDownstream(t *testing.T) {
 	tp, _ := tracetest.Start(t, map[string]tracetest.Route{"/api/search": {Status: 400, File: "tempo_api_search_error_400_bad_traceql.txt"}}, traces.Options{}, New)
 	_, _, err := tp.Search(context.Background(), tempoQuery())
-	var d *traces.DownstreamError
-	if !errors.As(err, &d) || d.Status != http.StatusBadRequest || !strings.Contains(err.Error(), "invalid TraceQL query: parse error") {
+	if !backend.IsDownstreamError(err) || !strings.Contains(err.Error(), "answered 400") || !strings.Contains(err.Error(), "invalid TraceQL query: parse error") {
 		t.Errorf("err = %v; want a downstream 400 quoting Tempo", err)
 	}
 }
@@ -213,7 +213,7 @@ func TestTempoGetErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tp, rp := tracetest.Start(t, map[string]tracetest.Route{"/api/v2/traces/" + id: tt.route}, traces.Options{}, New)
 			_, err := tp.Get(context.Background(), tt.id)
-			if !errors.Is(err, tt.want) || traces.IsDownstream(err) {
+			if !errors.Is(err, tt.want) || backend.IsDownstreamError(err) {
 				t.Errorf("err = %v, want %v and not downstream", err, tt.want)
 			}
 			if sent := len(rp.Requests()) > 0; sent != tt.request {

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+
 	"github.com/seed/vllm-datasource/pkg/traces"
 	"github.com/seed/vllm-datasource/pkg/traces/internal/clip"
 )
@@ -39,13 +41,22 @@ func New(name string, client *http.Client, baseURL string, opts traces.Options) 
 	return Backend{Name: name, base: u, client: client, Opts: opts.WithDefaults()}, nil
 }
 
-// Fail is a failure of the backend, status 0 when no answer came.
-func (b Backend) Fail(status int, msg string, err error) *traces.DownstreamError {
-	return &traces.DownstreamError{Backend: b.Name, URL: b.base.Redacted(), Status: status, Msg: msg, Err: err}
+// Fail is a failure of the backend, marked with the SDK's downstream error source: it names the
+// backend, its redacted URL, the status when the answer was not a 2xx (0 when no answer came),
+// msg (what happened and what to check) and the underlying error, kept in the chain.
+func (b Backend) Fail(status int, msg string, err error) error {
+	s := fmt.Sprintf("%s at %s: %s", b.Name, b.base.Redacted(), msg)
+	if status != 0 && (status < 200 || status > 299) {
+		s = fmt.Sprintf("%s at %s answered %d: %s", b.Name, b.base.Redacted(), status, msg)
+	}
+	if err != nil {
+		return backend.DownstreamError(fmt.Errorf("%s: %w", s, err))
+	}
+	return backend.DownstreamError(errors.New(s))
 }
 
 // Get sends a GET and reads the whole answer, at most MaxBodyBytes of it. Transport failures,
-// timeouts, truncated and oversized answers are DownstreamErrors; the status is left to the
+// timeouts, truncated and oversized answers are downstream errors; the status is left to the
 // caller, since 400 and 404 mean different things per endpoint.
 func (b Backend) Get(ctx context.Context, path string, params url.Values) (int, []byte, error) {
 	u := *b.base
@@ -61,15 +72,23 @@ func (b Backend) Get(ctx context.Context, path string, params url.Values) (int, 
 		return 0, nil, b.Fail(0, transportMessage(ctx, err), stripURL(err))
 	}
 	defer resp.Body.Close()
+	// An answer that declares its size is refused before any of it is read; one that streams
+	// (chunked) is read up to the limit only.
+	if resp.ContentLength > b.Opts.MaxBodyBytes {
+		return resp.StatusCode, nil, b.tooLarge(resp.StatusCode)
+	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, b.Opts.MaxBodyBytes+1))
 	if err != nil {
 		return resp.StatusCode, nil, b.Fail(resp.StatusCode, "answer was cut short", stripURL(err))
 	}
 	if int64(len(body)) > b.Opts.MaxBodyBytes {
-		return resp.StatusCode, nil, b.Fail(resp.StatusCode, fmt.Sprintf(
-			"answer is larger than the %s limit: narrow the time range or lower the limit", byteSize(b.Opts.MaxBodyBytes)), nil)
+		return resp.StatusCode, nil, b.tooLarge(resp.StatusCode)
 	}
 	return resp.StatusCode, body, nil
+}
+
+func (b Backend) tooLarge(status int) error {
+	return b.Fail(status, fmt.Sprintf("answer is larger than the %s limit: narrow the time range or lower the limit", byteSize(b.Opts.MaxBodyBytes)), nil)
 }
 
 func byteSize(n int64) string {
@@ -107,7 +126,7 @@ func stripURL(err error) error {
 func Detail(body string) string { return clip.To(strings.TrimSpace(body), 300) }
 
 // StatusError explains an unexpected status, quoting the backend's detail.
-func (b Backend) StatusError(status int, detail string) *traces.DownstreamError {
+func (b Backend) StatusError(status int, detail string) error {
 	var msg string
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
