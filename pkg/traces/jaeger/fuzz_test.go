@@ -2,27 +2,14 @@ package jaeger
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/seed/vllm-datasource/pkg/traces"
+	"github.com/seed/vllm-datasource/pkg/traces/internal/tracetest"
 )
-
-// bodyClient answers every request with status and body, in process.
-func bodyClient(status int, body []byte) *http.Client {
-	return &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) {
-		return &http.Response{StatusCode: status, Body: io.NopCloser(strings.NewReader(string(body))), Header: http.Header{}}, nil
-	})}
-}
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // FuzzDecode: any answer to a by-id read (API v3: a stream of OTLP JSON chunks) decodes or
 // fails with an error, never a panic; a request read has a trace id.
@@ -79,7 +66,7 @@ func FuzzDecodeSearch(f *testing.F) {
 
 // fuzzSource is a source whose backend answers status and body to every call, in process.
 func fuzzSource(t *testing.T, status int, body []byte) *Source {
-	src, err := New(bodyClient(status, body), "http://backend:1", traces.Options{MaxBodyBytes: 1 << 20})
+	src, err := New(tracetest.BodyClient(status, body), "http://backend:1", traces.Options{MaxBodyBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
