@@ -1,7 +1,7 @@
 import { CoreApp, dateTime, type DataQueryRequest, type DataQueryResponse } from '@grafana/data';
 import { firstValueFrom, type Observable } from 'rxjs';
 
-import { DataSource, escapeRegex, regexFormatter } from './datasource';
+import { DataSource, regexFormatter } from './datasource';
 import { dataSourceWith, fakeTemplateSrv, instanceSettings } from './testUtils';
 import { DEFAULT_SIGNALS, type VllmQuery, type VllmVariableQuery } from './types';
 
@@ -24,13 +24,14 @@ describe('regexFormatter', () => {
     ['one value, escaped', 'qwen-0.5b', 'qwen-0\\.5b'],
     ['a one-element list, escaped', ['10.0.0.1:8000'], '10\\.0\\.0\\.1:8000'],
     ['several values, as an alternation', ['a.b', 'c|d'], '(a\\.b|c\\|d)'],
+    ['a model name with a slash, which RE2 reads escaped too', 'Qwen/Qwen2.5', 'Qwen\\/Qwen2\\.5'],
   ])('formats %s', (_name, value, want) => {
     expect(regexFormatter(value)).toBe(want);
   });
 
   it('escapes every regular-expression metacharacter', () => {
-    const value = '.*+?^$' + '{}()|[]\\';
-    expect(new RegExp(`^${escapeRegex(value)}$`).test(value)).toBe(true);
+    const value = '.*+?^$' + '{}()|[]\\/';
+    expect(new RegExp(`^${regexFormatter(value)}$`).test(value)).toBe(true);
   });
 });
 

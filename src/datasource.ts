@@ -1,17 +1,13 @@
 import {
-  CustomVariableSupport,
+  escapeRegex,
   type CoreApp,
-  type DataQueryRequest,
-  type DataQueryResponse,
   type DataSourceInstanceSettings,
   type MetricFindValue,
   type ScopedVars,
   type TimeRange,
 } from '@grafana/data';
 import { DataSourceWithBackend, getTemplateSrv, type TemplateSrv } from '@grafana/runtime';
-import { from, map, type Observable } from 'rxjs';
 
-import { VariableQueryEditor } from './components/VariableQueryEditor';
 import {
   DEFAULT_ANNOTATION_QUERY,
   DEFAULT_QUERY,
@@ -21,11 +17,7 @@ import {
   type VllmQuery,
   type VllmVariableQuery,
 } from './types';
-
-/** Escapes a label value so that a regular-expression matcher matches it literally. */
-export function escapeRegex(value: string): string {
-  return value.replace(/[\\^$*+?.()|[\]{}]/g, '\\$&');
-}
+import { VllmVariableSupport } from './variables';
 
 /**
  * Formats the value of a template variable used in the instance or model field: one value as an
@@ -41,6 +33,14 @@ export function regexFormatter(value: string | string[]): string {
   return `(${value.map(escapeRegex).join('|')})`;
 }
 
+/**
+ * The window of a label-value search, as the resource routes read it (unix milliseconds, as Grafana
+ * passes a time range); without a range the backend searches the last day.
+ */
+export function rangeParams(from: number | undefined, to: number | undefined): Record<string, string> {
+  return from === undefined || to === undefined ? {} : { from: String(from), to: String(to) };
+}
+
 function splitList(
   values: string[] | undefined,
   templateSrv: TemplateSrv,
@@ -53,21 +53,6 @@ function splitList(
     .flatMap((v) => templateSrv.replace(v, scopedVars, 'csv').split(','))
     .map((v) => v.trim())
     .filter((v) => v !== '');
-}
-
-class VllmVariableSupport extends CustomVariableSupport<DataSource, VllmVariableQuery> {
-  editor = VariableQueryEditor;
-
-  constructor(private readonly datasource: DataSource) {
-    super();
-  }
-
-  query(request: DataQueryRequest<VllmVariableQuery>): Observable<DataQueryResponse> {
-    const query = request.targets[0];
-    return from(this.datasource.metricFindQuery(query, { scopedVars: request.scopedVars, range: request.range })).pipe(
-      map((data) => ({ data }))
-    );
-  }
 }
 
 export class DataSource extends DataSourceWithBackend<VllmQuery, VllmDataSourceOptions> {
@@ -136,15 +121,14 @@ export class DataSource extends DataSourceWithBackend<VllmQuery, VllmDataSourceO
         regexFormatter
       );
     }
-    if (options?.range) {
-      // The backend searches label values in this window (unix milliseconds), else the last day.
-      params.from = String(options.range.from.valueOf());
-      params.to = String(options.range.to.valueOf());
-    }
-    const values = await this.listValues(q.kind, params);
+    const values = await this.listValues(q.kind, {
+      ...params,
+      ...rangeParams(options?.range?.from.valueOf(), options?.range?.to.valueOf()),
+    });
     return values.map((text) => ({ text, value: text }));
   }
 
+  /** Label values of the instances or models; `params` are the route's filters and its window (rangeParams). */
   listValues(kind: 'instances' | 'models', params: Record<string, string> = {}): Promise<string[]> {
     return this.getResource<string[]>(kind, params).then((v) => v ?? []);
   }

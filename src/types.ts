@@ -7,8 +7,6 @@ import type { DataQuery } from '@grafana/schema';
  */
 export type QueryType = 'signals' | 'diagnosis' | 'requests' | 'explain' | 'verdict';
 
-export const QUERY_TYPES: QueryType[] = ['signals', 'diagnosis', 'requests', 'explain', 'verdict'];
-
 export type DiagnosisFormat = 'findings' | 'timeline' | 'alert' | 'fleet';
 
 export type Severity = 'critical' | 'warning' | 'info';
@@ -89,7 +87,12 @@ export interface VllmDataSourceOptions extends DataSourceJsonData {
   thresholds?: Thresholds;
 }
 
-export const SETTINGS_DEFAULTS = {
+/**
+ * The backend's defaults of the settings the config editor shows as placeholders. They are the
+ * backend's own (pkg/plugin/settings.go): types.test.ts checks them against
+ * pkg/plugin/testdata/settings_defaults.json, which the Go tests check against the Go defaults.
+ */
+export const SETTINGS_DEFAULTS: Readonly<Record<string, string>> = {
   scrapeInterval: '15s',
   instanceLabel: 'instance',
   modelLabel: 'model_name',
@@ -97,7 +100,7 @@ export const SETTINGS_DEFAULTS = {
   spanName: 'llm_request',
   spanInstanceAttribute: 'service.instance.id',
   spanModelAttribute: 'gen_ai.response.model',
-} as const;
+};
 
 export interface VllmSecureJsonData {
   basicAuthPassword?: string;

@@ -93,21 +93,9 @@
 //     (see explainedBy) becomes secondary: severity info, SecondaryTo the cause's id (followed
 //     to the root when that cause is itself secondary, so that it names a primary finding). The
 //     alert series are not affected. Three links go beyond DESIGN §4's list, each where one
-//     mechanism produces both rows. prefill_blocking is secondary to token_budget_starved: a
-//     budget of a few dozen tokens serialises prefills (each takes many steps and the next
-//     waits for it), so TTFT's p99/p50 can pass 2 from queueing behind many-step prefills and
-//     from the prompts' own spread; blocking by a few long prompts raises the p99 alone, while
-//     token_budget_starved holds only when the p50 rose 1.5× as well and prompts did not grow
-//     (seed 000's "p50 and p99 both rise" row), and both point at --max-num-batched-tokens.
-//     prefill_bound is secondary to token_budget_starved too (the budget is the specific cause
-//     of the slower prefills, with a flag to change). past_the_knee is secondary to
-//     kv_cache_saturated. vLLM preempts by recompute: a preempted
-//     request goes back to the waiting queue, so while the cache is saturated the queue is made
-//     of its own victims and the cache is full by definition, which is past_the_knee's
-//     condition. Seed 000 gives "cache full + preemptions" the KV remedy (lower --max-num-seqs,
-//     fp8) and seed 004 reads a deep queue alone as "past the knee" (add capacity); with
-//     preemptions the KV remedy comes first, so the knee is reported as its consequence. A queue
-//     with a full cache and no preemptions stays past_the_knee of its own.
+//     mechanism produces both rows: prefill_blocking and prefill_bound are secondary to
+//     token_budget_starved, past_the_knee to kv_cache_saturated; explainedBy's comments give
+//     each link's reason.
 //   - token_budget_starved does not hold while prompts are 1.5× (its baseline_factor) longer
 //     than over the baseline: prompts that grew explain a slower prefill under any budget, and
 //     that is prefill_bound's "longer prompts" (seed 000: long prompts should have a

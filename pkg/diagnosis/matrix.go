@@ -35,6 +35,7 @@ const (
 // one of them fires on the same instance, the symptom is reported as secondary to it (DESIGN §4,
 // "specific causes outrank symptoms").
 var explainedBy = map[string][]string{
+	// A starved token budget is the specific cause of slower prefills, with a flag to change.
 	PrefillBound: {KVCacheSaturated, PreemptionsFreeCache, PastTheKnee, QueueWithFreeCache, PrefixCacheMiss, PrefillBlocking, TokenBudgetStarved},
 	// Prompts that miss the prefix cache are prefilled whole, in the same steps as the decoding
 	// sequences (chunked prefill mixes them), so every decode step grows with them.
@@ -49,7 +50,10 @@ var explainedBy = map[string][]string{
 	PrefillBlocking: {TokenBudgetStarved},
 	// Preemption by recompute puts the preempted requests back in the waiting queue, so a
 	// saturated KV cache queues requests with the cache full by its own mechanism: that queue is
-	// the saturation's, and its remedy (fewer or shorter sequences, fp8) comes first.
+	// the saturation's, and its remedy (fewer or shorter sequences, fp8) comes first: seed 000
+	// gives "cache full + preemptions" the KV remedy and seed 004 reads a deep queue alone as
+	// "past the knee" (add capacity). A queue with a full cache and no preemptions stays
+	// past_the_knee of its own.
 	PastTheKnee: {KVCacheSaturated},
 }
 

@@ -1,11 +1,8 @@
 package e2e_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,28 +76,11 @@ func newBed(t *testing.T) *bed {
 	for i, j := range jobs {
 		g.Go(func() error {
 			name := jobOf(j.name, j.gen)
-			files[i] = filepath.Join(dir, name+".om")
-			truthFile := filepath.Join(dir, name+".truth.json")
-			cmd := exec.Command(bin, "backfill", "--scenario", j.name, "--generation", string(j.gen),
-				"--start", runStart.Format(time.RFC3339), "--duration", runFor.String(), "--scrape-interval", scrape.String(),
-				"--openmetrics", files[i], "--truth", truthFile)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				return fmt.Errorf("vllm-sim backfill %s: %v: %s", name, err, out)
-			}
 			run := &scenarioRun{name: j.name, job: name}
-			raw, err := os.ReadFile(truthFile)
-			if err != nil {
-				return err
-			}
-			if err := json.Unmarshal(raw, &run.truth); err != nil {
-				return fmt.Errorf("%s: %w", truthFile, err)
-			}
-			om, err := os.ReadFile(files[i])
-			if err != nil {
-				return err
-			}
-			runs[i] = run
-			return os.WriteFile(files[i], bytes.ReplaceAll(om, []byte(`job="`+sim.Job+`"`), []byte(`job="`+name+`"`)), 0o644)
+			file, err := testbed.SimBackfill(bin, dir, sim.Job, name, &run.truth, "--scenario", j.name, "--generation", string(j.gen),
+				"--start", runStart.Format(time.RFC3339), "--duration", runFor.String(), "--scrape-interval", scrape.String())
+			files[i], runs[i] = file, run
+			return err
 		})
 	}
 	require.NoError(t, g.Wait())
@@ -136,16 +116,7 @@ func TestMain(m *testing.M) {
 // given jsonData, pointing at promURL.
 func pluginFor(t testing.TB, promURL string, jsonData map[string]any) (datasourcetest.TestPlugin, backend.PluginContext) {
 	t.Helper()
-	pluginOnce.Do(func() {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			pluginErr = err
-			return
-		}
-		addr := l.Addr().String()
-		_ = l.Close()
-		thePlugin, pluginErr = datasourcetest.Manage(plugin.NewDatasource, datasourcetest.ManageOpts{Address: addr})
-	})
+	pluginOnce.Do(func() { thePlugin, pluginErr = testbed.Plugin(plugin.NewDatasource) })
 	require.NoError(t, pluginErr)
 	raw, err := json.Marshal(jsonData)
 	require.NoError(t, err)

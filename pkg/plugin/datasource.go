@@ -8,6 +8,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"runtime/debug"
 	"time"
 
@@ -39,6 +40,8 @@ type Datasource struct {
 	resources backend.CallResourceHandler
 	// evals shares diagnosis evaluations between the queries of one refresh.
 	evals *evalCache
+	// closeIdle closes the idle keep-alive connections of the instance's HTTP clients.
+	closeIdle []func()
 }
 
 var (
@@ -67,11 +70,12 @@ func NewDatasource(ctx context.Context, s backend.DataSourceInstanceSettings) (i
 		ds.settingsErr = fmt.Errorf("the data source's HTTP settings are not valid: %w", err)
 		return ds, nil
 	}
-	client, err := httpclient.New(withTimeoutAndRetry(opts, settings.Timeout, httpretry.ReadOnlyClient))
+	client, closeIdle, err := newHTTPClient(opts, settings.Timeout, httpretry.ReadOnlyClient)
 	if err != nil {
 		ds.settingsErr = fmt.Errorf("cannot build an HTTP client from the data source's settings: %w", err)
 		return ds, nil
 	}
+	ds.closeIdle = append(ds.closeIdle, closeIdle)
 	client.Transport = serialBodies{next: client.Transport}
 	api, err := promapi.NewClient(promapi.Config{Address: settings.PrometheusURL, Client: client})
 	if err != nil {
@@ -79,10 +83,38 @@ func NewDatasource(ctx context.Context, s backend.DataSourceInstanceSettings) (i
 		return ds, nil
 	}
 	ds.prom = signals.NewClient(v1.NewAPI(api), settings.Labels, settings.ScrapeInterval, settings.LabelMatchers)
-	if ds.traces, err = newTracesSource(settings); err != nil {
+	ds.traces, closeIdle, err = newTracesSource(settings)
+	if err != nil {
 		ds.settingsErr = err
+		return ds, nil
+	}
+	if closeIdle != nil {
+		ds.closeIdle = append(ds.closeIdle, closeIdle)
 	}
 	return ds, nil
+}
+
+// newHTTPClient builds an SDK HTTP client bounded by the data source's timeout and retrying
+// what idempotent allows, and returns its transport's CloseIdleConnections for Dispose: the
+// SDK's middleware chain hides the transport from http.Client.CloseIdleConnections.
+func newHTTPClient(opts httpclient.Options, timeout time.Duration, idempotent httpretry.Idempotent) (*http.Client, func(), error) {
+	var transport *http.Transport
+	configure := opts.ConfigureTransport
+	opts.ConfigureTransport = func(o httpclient.Options, t *http.Transport) {
+		if configure != nil {
+			configure(o, t)
+		}
+		transport = t
+	}
+	client, err := httpclient.New(withTimeoutAndRetry(opts, timeout, idempotent))
+	if err != nil {
+		return nil, nil, err
+	}
+	return client, func() {
+		if transport != nil {
+			transport.CloseIdleConnections()
+		}
+	}, nil
 }
 
 // withTimeoutAndRetry bounds every call of a client by the data source's timeout (the SDK
@@ -102,8 +134,17 @@ func withTimeoutAndRetry(opts httpclient.Options, timeout time.Duration, idempot
 	return opts
 }
 
-// Dispose releases nothing: the HTTP clients are garbage collected with the instance.
-func (d *Datasource) Dispose() {}
+// Dispose is called by Grafana's instance manager once the instance has been replaced (the
+// settings were saved) or evicted. It closes the idle keep-alive connections of the
+// Prometheus and trace clients, whose read and write goroutines would otherwise stay until the
+// transport's idle timeout (Grafana's httpIdleConnTimeout setting, 90 s by default). A
+// connection still busy with a late query goes back to the pool when it ends and closes after
+// that timeout.
+func (d *Datasource) Dispose() {
+	for _, closeIdle := range d.closeIdle {
+		closeIdle()
+	}
+}
 
 // handler answers one query of one type.
 type handler func(ctx context.Context, d *Datasource, q backend.DataQuery, query Query) backend.DataResponse

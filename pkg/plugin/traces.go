@@ -20,9 +20,10 @@ var errNoTraces = errors.New("no trace backend is configured: set Tempo or Jaege
 // configured. Its HTTP client comes from the SDK (tracing, error source), is bounded by the data
 // source's timeout like the Prometheus client, and carries
 // the traces credentials, which never leave it: errors name the URL with any password redacted.
-func newTracesSource(s Settings) (traces.Source, error) {
+// It returns the client's idle-connection closer for Dispose.
+func newTracesSource(s Settings) (traces.Source, func(), error) {
 	if s.TracesBackend == TracesNone {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var opts httpclient.Options
 	if s.TracesBasicAuthUser != "" {
@@ -31,9 +32,9 @@ func newTracesSource(s Settings) (traces.Source, error) {
 	if s.tracesBearerToken != "" {
 		opts.Header = http.Header{"Authorization": {"Bearer " + s.tracesBearerToken}}
 	}
-	client, err := httpclient.New(withTimeoutAndRetry(opts, s.Timeout, httpretry.SafeMethods))
+	client, closeIdle, err := newHTTPClient(opts, s.Timeout, httpretry.SafeMethods)
 	if err != nil {
-		return nil, fmt.Errorf("cannot build an HTTP client for the trace backend: %w", err)
+		return nil, nil, fmt.Errorf("cannot build an HTTP client for the trace backend: %w", err)
 	}
 	to := traces.Options{
 		ServiceName:       s.ServiceName,
@@ -41,8 +42,14 @@ func newTracesSource(s Settings) (traces.Source, error) {
 		InstanceAttribute: s.SpanInstanceAttribute,
 		ModelAttribute:    s.SpanModelAttribute,
 	}
+	var src traces.Source
 	if s.TracesBackend == TracesTempo {
-		return tempo.New(client, s.TracesURL, to)
+		src, err = tempo.New(client, s.TracesURL, to)
+	} else {
+		src, err = jaeger.New(client, s.TracesURL, to)
 	}
-	return jaeger.New(client, s.TracesURL, to)
+	if err != nil {
+		return nil, nil, err
+	}
+	return src, closeIdle, nil
 }

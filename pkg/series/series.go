@@ -120,16 +120,6 @@ func (s *Set) Keys() []Key {
 	return keys
 }
 
-// Signals returns the signals a key has, sorted by name.
-func (s *Set) Signals(k Key) []Signal {
-	out := make([]Signal, 0, len(s.series[k]))
-	for sig := range s.series[k] {
-		out = append(out, sig)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
-}
-
 // Value returns a signal's value at point i, NaN when absent.
 func (s *Set) Value(k Key, sig Signal, i int) float64 {
 	x := s.Get(k, sig)

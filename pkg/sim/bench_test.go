@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 	"time"
@@ -33,4 +34,33 @@ func BenchmarkHourOfFourInstances(b *testing.B) {
 		}
 		b.ReportMetric(done, "requests")
 	}
+}
+
+// BenchmarkWriteOpenMetrics writes two hours of a 14-instance fleet, scraped every 15 s, as
+// the OpenMetrics text promtool backfills; it reports the samples (lines) written.
+func BenchmarkWriteOpenMetrics(b *testing.B) {
+	sc, err := Fleet(14)
+	if err != nil {
+		b.Fatal(err)
+	}
+	res, err := Run(sc, t0, 2*time.Hour, 15*time.Second, WithoutSpans())
+	if err != nil {
+		b.Fatal(err)
+	}
+	var c lineCounter
+	for b.Loop() {
+		c = 0
+		if err := res.WriteOpenMetrics(&c); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(c), "samples")
+}
+
+// lineCounter counts the lines written to it and keeps none.
+type lineCounter int
+
+func (c *lineCounter) Write(p []byte) (int, error) {
+	*c += lineCounter(bytes.Count(p, []byte{'\n'}))
+	return len(p), nil
 }

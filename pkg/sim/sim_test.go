@@ -2,12 +2,12 @@ package sim
 
 import (
 	"bytes"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"os/exec"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -437,7 +437,7 @@ func TestOpenMetricsShape(t *testing.T) {
 		{"normalised le", `le="1.0"`},
 		{"instance label", `instance="127.0.0.1:8001"`},
 		{"job label", `job="vllm"`},
-		{"timestamps in seconds", fmt.Sprintf(" %d.000\n", t0.Unix())},
+		{"timestamps in seconds", " " + strconv.FormatFloat(float64(t0.Unix()), 'g', -1, 64) + "\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

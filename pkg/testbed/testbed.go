@@ -1,5 +1,7 @@
 // Package testbed starts the real servers that end-to-end tests talk to: a Prometheus loaded
-// with OpenMetrics data through promtool's backfill, and a Jaeger v2 with in-memory storage.
+// with OpenMetrics data through promtool's backfill, and a Jaeger v2 with in-memory storage;
+// and what end-to-end beds share beside them: the vllm-sim command's backfill (SimBackfill)
+// and the plugin's gRPC server as Grafana starts it (Plugin).
 // Every listener is on 127.0.0.1 with a free port, so packages can run their tests at once.
 //
 // The binaries come from the environment (VLLM_DIAG_PROMETHEUS, VLLM_DIAG_PROMTOOL,

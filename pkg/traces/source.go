@@ -24,8 +24,6 @@ type Source interface {
 type Query struct {
 	// From and To bound the requests' start (arrival) time; both are required.
 	From, To time.Time
-	// Service and SpanName override Options.ServiceName and Options.SpanName when set.
-	Service, SpanName string
 	// Instances keeps only requests whose Instance is one of them (exact values; empty keeps
 	// all).
 	Instances []string
@@ -86,12 +84,6 @@ func (o Options) Validate(q Query) (Query, error) {
 		q.Limit = o.DefaultLimit
 	}
 	q.Limit = min(q.Limit, o.MaxLimit)
-	if q.Service == "" {
-		q.Service = o.ServiceName
-	}
-	if q.SpanName == "" {
-		q.SpanName = o.SpanName
-	}
 	return q, nil
 }
 

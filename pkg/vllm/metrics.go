@@ -35,18 +35,18 @@ const (
 	SpecAcceptedPerPos      = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
 
 	// Older names: the V0 engine, and V1 releases up to 0.11.
-	GPUCacheUsage          = "vllm:gpu_cache_usage_perc"
-	GPUPrefixCacheQueries  = "vllm:gpu_prefix_cache_queries_total"
-	GPUPrefixCacheHits     = "vllm:gpu_prefix_cache_hits_total"
-	GPUPrefixCacheHitRate  = "vllm:gpu_prefix_cache_hit_rate"
-	SpecAcceptanceRateV0   = "vllm:spec_decode_draft_acceptance_rate"
-	SpecEfficiencyV0       = "vllm:spec_decode_efficiency"
-	TimePerOutputToken     = "vllm:time_per_output_token_seconds"
-	TimeInQueueRequests    = "vllm:time_in_queue_requests"
-	CPUCacheUsage          = "vllm:cpu_cache_usage_perc"
-	RequestsSwapped        = "vllm:num_requests_swapped"
-	AvgPromptThroughput    = "vllm:avg_prompt_throughput_toks_per_s"
-	AvgGenerationThroughpt = "vllm:avg_generation_throughput_toks_per_s"
+	GPUCacheUsage           = "vllm:gpu_cache_usage_perc"
+	GPUPrefixCacheQueries   = "vllm:gpu_prefix_cache_queries_total"
+	GPUPrefixCacheHits      = "vllm:gpu_prefix_cache_hits_total"
+	GPUPrefixCacheHitRate   = "vllm:gpu_prefix_cache_hit_rate"
+	SpecAcceptanceRateV0    = "vllm:spec_decode_draft_acceptance_rate"
+	SpecEfficiencyV0        = "vllm:spec_decode_efficiency"
+	TimePerOutputToken      = "vllm:time_per_output_token_seconds"
+	TimeInQueueRequests     = "vllm:time_in_queue_requests"
+	CPUCacheUsage           = "vllm:cpu_cache_usage_perc"
+	RequestsSwapped         = "vllm:num_requests_swapped"
+	AvgPromptThroughput     = "vllm:avg_prompt_throughput_toks_per_s"
+	AvgGenerationThroughput = "vllm:avg_generation_throughput_toks_per_s"
 )
 
 // Labels that vLLM sets on its series (Prometheus adds instance and job).
@@ -141,7 +141,7 @@ var V0 = []Metric{
 	{Name: TimePerOutputToken, Type: Histogram, Help: "Histogram of time per output token in seconds.", Since: "0.5", Until: "0.15", Buckets: TokenLatencyBuckets},
 	{Name: TimeInQueueRequests, Type: Histogram, Help: "Histogram of time the request spent in the queue in seconds.", Since: "0.6", Until: "0.10", Buckets: RequestLatencyBuckets},
 	{Name: AvgPromptThroughput, Type: Gauge, Help: "Average prefill throughput in tokens/s.", Since: "0.5", Until: "0.6"},
-	{Name: AvgGenerationThroughpt, Type: Gauge, Help: "Average generation throughput in tokens/s.", Since: "0.5", Until: "0.6"},
+	{Name: AvgGenerationThroughput, Type: Gauge, Help: "Average generation throughput in tokens/s.", Since: "0.5", Until: "0.6"},
 }
 
 var byName = func() map[string]Metric {

@@ -125,7 +125,7 @@ export function ConfigEditor({ options, onOptionsChange }: Props) {
         width={40}
         tooltip={tooltip}
         testId={testId}
-        placeholder={placeholder ?? (SETTINGS_DEFAULTS as Record<string, string | undefined>)[key]}
+        placeholder={placeholder ?? SETTINGS_DEFAULTS[key]}
         value={jsonData[key]}
         validate={validate}
         onCommit={(v) => setJson(key, v)}

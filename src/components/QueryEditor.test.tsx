@@ -1,3 +1,4 @@
+import { dateTime } from '@grafana/data';
 import { render, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
 
@@ -239,6 +240,27 @@ describe('QueryEditor: verdict', () => {
     await chooseOption(user, ids.optimisations, 'Prefix caching');
     expect(lastQuery()).toMatchObject({ optimisations: ['chunked_prefill', 'prefix_caching'] });
   });
+});
+
+it('lists the instances and models seen in the panel time range', async () => {
+  const { ds, getResource } = dataSourceWith(allRoutes);
+  const range = {
+    from: dateTime(1_700_000_000_000),
+    to: dateTime(1_700_003_600_000),
+    raw: { from: 'now-1h', to: 'now' },
+  };
+  render(
+    <QueryEditor
+      datasource={ds}
+      query={{ refId: 'A', queryType: 'signals' }}
+      range={range}
+      onChange={jest.fn()}
+      onRunQuery={jest.fn()}
+    />
+  );
+  const window = { from: '1700000000000', to: '1700003600000' };
+  await waitFor(() => expect(getResource).toHaveBeenCalledWith('instances', window));
+  expect(getResource).toHaveBeenCalledWith('models', window);
 });
 
 it('loads each catalog once per editor', async () => {

@@ -2,7 +2,7 @@ import { type QueryEditorProps, type SelectableValue } from '@grafana/data';
 import { InlineField, InlineFieldRow, InlineSwitch, MultiSelect, RadioButtonGroup, Select, Text } from '@grafana/ui';
 import { useCallback } from 'react';
 
-import { type DataSource } from '../datasource';
+import { rangeParams, type DataSource } from '../datasource';
 import { structuredQuery } from '../expr';
 import { selectors } from '../selectors';
 import {
@@ -126,7 +126,41 @@ function LabelPicker({ label, tooltip, testId, value, values, variables, onChang
   );
 }
 
-export function QueryEditor({ query: rawQuery, onChange, onRunQuery, datasource }: Props) {
+interface ChoicesPickerProps<T extends string> {
+  label: string;
+  tooltip: string;
+  testId: string;
+  width: number;
+  placeholder: string;
+  options: Array<SelectableValue<T>>;
+  value?: T[];
+  onChange: (value: T[]) => void;
+}
+
+/** Several of a fixed set of values (severities, optimisations); none chosen means all or detect. */
+function ChoicesPicker<T extends string>({
+  label,
+  tooltip,
+  testId,
+  onChange,
+  value,
+  ...select
+}: ChoicesPickerProps<T>) {
+  return (
+    <InlineField label={label} labelWidth={LABEL_WIDTH} tooltip={tooltip}>
+      <MultiSelect
+        data-testid={testId}
+        {...select}
+        value={value ?? []}
+        onChange={(v: Array<SelectableValue<T>>) =>
+          onChange(v.map((o) => o.value).filter((x): x is T => x !== undefined))
+        }
+      />
+    </InlineField>
+  );
+}
+
+export function QueryEditor({ query: rawQuery, onChange, onRunQuery, datasource, range }: Props) {
   const query = structuredQuery(rawQuery);
   const queryType = query.queryType ?? 'signals';
   const variables = datasource.variableNames();
@@ -150,8 +184,15 @@ export function QueryEditor({ query: rawQuery, onChange, onRunQuery, datasource 
     update(patch);
   };
 
-  const loadInstances = useCallback(() => datasource.listValues('instances'), [datasource]);
-  const loadModels = useCallback(() => datasource.listValues('models'), [datasource]);
+  // The pickers list the values seen in the panel's time range (the backend's window), reloaded
+  // when the range moves; the range object itself is new on every render, its bounds are not.
+  const from = range?.from.valueOf();
+  const to = range?.to.valueOf();
+  const loadInstances = useCallback(
+    () => datasource.listValues('instances', rangeParams(from, to)),
+    [datasource, from, to]
+  );
+  const loadModels = useCallback(() => datasource.listValues('models', rangeParams(from, to)), [datasource, from, to]);
   const instances = useResource(loadInstances);
   const models = useResource(loadModels);
 
@@ -312,22 +353,16 @@ function DiagnosisEditor({ query, datasource, variables, update }: CatalogEditor
               onChange={(e) => update({ headlineOnly: e.currentTarget.checked })}
             />
           </InlineField>
-          <InlineField
+          <ChoicesPicker
             label="Severities"
-            labelWidth={LABEL_WIDTH}
             tooltip="Only findings of these severities; empty for all"
-          >
-            <MultiSelect
-              data-testid={ids.severities}
-              width={36}
-              placeholder="All severities"
-              options={SEVERITY_OPTIONS}
-              value={query.severities ?? []}
-              onChange={(v: Array<SelectableValue<Severity>>) =>
-                update({ severities: v.map((o) => o.value).filter((x): x is Severity => x !== undefined) })
-              }
-            />
-          </InlineField>
+            testId={ids.severities}
+            width={36}
+            placeholder="All severities"
+            options={SEVERITY_OPTIONS}
+            value={query.severities}
+            onChange={(severities) => update({ severities })}
+          />
         </InlineFieldRow>
       )}
       <ResourceNotice what="the rules" error={rules.error} testId={ids.resourceError} />
@@ -398,22 +433,16 @@ function VerdictEditor({ query, update }: SubEditorProps) {
         />
       </InlineFieldRow>
       <InlineFieldRow>
-        <InlineField
+        <ChoicesPicker
           label="Optimisations"
-          labelWidth={LABEL_WIDTH}
           tooltip="Optimisations in use, for when the metrics cannot tell; empty to detect them"
-        >
-          <MultiSelect
-            data-testid={ids.optimisations}
-            width={64}
-            placeholder="Detect from the metrics"
-            options={OPTIMISATION_OPTIONS}
-            value={query.optimisations ?? []}
-            onChange={(v: Array<SelectableValue<Optimisation>>) =>
-              update({ optimisations: v.map((o) => o.value).filter((o): o is Optimisation => o !== undefined) })
-            }
-          />
-        </InlineField>
+          testId={ids.optimisations}
+          width={64}
+          placeholder="Detect from the metrics"
+          options={OPTIMISATION_OPTIONS}
+          value={query.optimisations}
+          onChange={(optimisations) => update({ optimisations })}
+        />
       </InlineFieldRow>
     </>
   );

@@ -1,12 +1,18 @@
-import { type QueryEditorProps, type SelectableValue } from '@grafana/data';
+import { type DataSourceApi, type QueryEditorProps, type SelectableValue } from '@grafana/data';
 import { InlineField, InlineFieldRow, RadioButtonGroup } from '@grafana/ui';
 
-import { type DataSource } from '../datasource';
 import { selectors } from '../selectors';
 import { type VllmDataSourceOptions, type VllmQuery, type VllmVariableQuery } from '../types';
 import { ValidatedInput } from './ValidatedInput';
 
-type Props = QueryEditorProps<DataSource, VllmQuery, VllmDataSourceOptions, VllmVariableQuery>;
+// The editor needs nothing of this plugin's data source beyond Grafana's interface, so it does not
+// import the data source module (which imports the variable support that imports this editor).
+type Props = QueryEditorProps<
+  DataSourceApi<VllmQuery, VllmDataSourceOptions>,
+  VllmQuery,
+  VllmDataSourceOptions,
+  VllmVariableQuery
+>;
 
 const ids = selectors.variableEditor;
 

@@ -1,3 +1,4 @@
+import { type FetchErrorDataProps, isFetchError } from '@grafana/runtime';
 import { useEffect, useState } from 'react';
 
 export interface ResourceState<T> {
@@ -12,25 +13,17 @@ export interface ResourceState<T> {
  * network failure is a plain Error.
  */
 export function errorMessage(err: unknown): string {
-  if (err && typeof err === 'object') {
-    const e = err as {
-      data?: { error?: unknown; message?: unknown };
-      message?: unknown;
-      statusText?: unknown;
-      status?: unknown;
-    };
-    if (typeof e.data?.error === 'string' && e.data.error !== '') {
-      return e.data.error;
+  if (isFetchError<unknown>(err)) {
+    const data = (typeof err.data === 'object' && err.data !== null ? err.data : {}) as FetchErrorDataProps;
+    for (const text of [data.error, data.message, err.message]) {
+      if (typeof text === 'string' && text !== '') {
+        return text;
+      }
     }
-    if (typeof e.data?.message === 'string' && e.data.message !== '') {
-      return e.data.message;
-    }
-    if (typeof e.message === 'string' && e.message !== '') {
-      return e.message;
-    }
-    if (typeof e.statusText === 'string' && e.statusText !== '') {
-      return `${e.status ?? ''} ${e.statusText}`.trim();
-    }
+    return `${err.status} ${err.statusText ?? ''}`.trim();
+  }
+  if (err instanceof Error && err.message !== '') {
+    return err.message;
   }
   return String(err);
 }

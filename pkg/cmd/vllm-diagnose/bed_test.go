@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -106,30 +105,15 @@ func newBed(t *testing.T) *bed {
 	for i, name := range names {
 		g.Go(func() error {
 			job := jobOf(name)
-			files[i] = filepath.Join(dir, job+".om")
-			truthFile := filepath.Join(dir, job+".truth.json")
-			args := []string{"backfill", "--scenario", name, "--start", runStart.Format(time.RFC3339), "--duration", runFor.String(),
-				"--scrape-interval", scrape.String(), "--openmetrics", files[i], "--truth", truthFile}
+			args := []string{"--scenario", name, "--start", runStart.Format(time.RFC3339), "--duration", runFor.String(),
+				"--scrape-interval", scrape.String()}
 			if name == spansScenario {
 				args = append(args, "--otlp-endpoint", b.jaeger.OTLPGRPC)
 			}
-			if out, err := exec.Command(simBin, args...).CombinedOutput(); err != nil {
-				return fmt.Errorf("vllm-sim backfill %s: %v: %s", name, err, out)
-			}
 			run := &scenarioRun{name: name, job: job}
-			raw, err := os.ReadFile(truthFile)
-			if err != nil {
-				return err
-			}
-			if err := json.Unmarshal(raw, &run.truth); err != nil {
-				return fmt.Errorf("%s: %w", truthFile, err)
-			}
-			om, err := os.ReadFile(files[i])
-			if err != nil {
-				return err
-			}
-			runs[i] = run
-			return os.WriteFile(files[i], bytes.ReplaceAll(om, []byte(`job="`+sim.Job+`"`), []byte(`job="`+job+`"`)), 0o644)
+			file, err := testbed.SimBackfill(simBin, dir, sim.Job, job, &run.truth, args...)
+			files[i], runs[i] = file, run
+			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -189,16 +173,7 @@ type grafana struct {
 
 func grafanaFor(t *testing.T, promURL string, jsonData map[string]any) grafana {
 	t.Helper()
-	pluginOnce.Do(func() {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			pluginErr = err
-			return
-		}
-		addr := l.Addr().String()
-		_ = l.Close()
-		thePlugin, pluginErr = datasourcetest.Manage(plugin.NewDatasource, datasourcetest.ManageOpts{Address: addr})
-	})
+	pluginOnce.Do(func() { thePlugin, pluginErr = testbed.Plugin(plugin.NewDatasource) })
 	if pluginErr != nil {
 		t.Fatal(pluginErr)
 	}

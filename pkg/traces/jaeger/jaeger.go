@@ -103,8 +103,8 @@ func (j *Source) Search(ctx context.Context, q traces.Query) ([]traces.Request, 
 // model is set (tagged on the span or its process, as Jaeger matches tags).
 func (j *Source) searchOne(ctx context.Context, q traces.Query, inst, model string) ([]traces.Request, traces.SearchInfo, error) {
 	params := url.Values{
-		"service":   {q.Service},
-		"operation": {q.SpanName},
+		"service":   {j.b.Opts.ServiceName},
+		"operation": {j.b.Opts.SpanName},
 		"start":     {strconv.FormatInt(q.From.UnixMicro(), 10)},
 		"end":       {strconv.FormatInt(q.To.UnixMicro(), 10)},
 		"limit":     {strconv.Itoa(q.Limit)},
@@ -173,9 +173,7 @@ func (j *Source) get(ctx context.Context, q traces.Query, params url.Values) ([]
 	if status != http.StatusOK {
 		return nil, info, j.b.StatusError(status, v1Message(body))
 	}
-	opts := j.b.Opts
-	opts.ServiceName, opts.SpanName = q.Service, q.SpanName
-	reqs, err := j.decodeV1(body, opts, &info)
+	reqs, err := j.decodeV1(body, j.b.Opts, &info)
 	if err != nil {
 		return nil, info, err
 	}

@@ -55,9 +55,10 @@ func TestJaegerSearchSendsTheFiltersToJaeger(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			j, rp := tracetest.Start(t, map[string]tracetest.Route{"/api/traces": {Status: 200, File: "jaeger_api_traces_search_tags.json"}}, traces.Options{}, New)
+			opts := traces.Options{ServiceName: "vllm-server", SpanName: "llm_request"}
+			j, rp := tracetest.Start(t, map[string]tracetest.Route{"/api/traces": {Status: 200, File: "jaeger_api_traces_search_tags.json"}}, opts, New)
 			q := jaegerQuery()
-			q.Service, q.SpanName, q.Limit, q.MinTTFT, q.Instances, q.Models = "vllm-server", "llm_request", 20, 1.5, tt.instances, tt.models
+			q.Limit, q.MinTTFT, q.Instances, q.Models = 20, 1.5, tt.instances, tt.models
 			if _, _, err := j.Search(context.Background(), q); err != nil {
 				t.Fatal(err)
 			}

@@ -2,28 +2,15 @@ package tempo
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/seed/vllm-datasource/pkg/traces"
+	"github.com/seed/vllm-datasource/pkg/traces/internal/tracetest"
 )
-
-// bodyClient answers every request with status and body, in process.
-func bodyClient(status int, body []byte) *http.Client {
-	return &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) {
-		return &http.Response{StatusCode: status, Body: io.NopCloser(strings.NewReader(string(body))), Header: http.Header{}}, nil
-	})}
-}
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // FuzzDecode: any answer to a search or a by-id read decodes or fails with an error, never a
 // panic; every request decoded has a trace id.
@@ -38,7 +25,7 @@ func FuzzDecode(f *testing.F) {
 		if status < 100 || status > 599 {
 			return
 		}
-		src, err := New(bodyClient(status, body), "http://backend:1", traces.Options{MaxBodyBytes: 1 << 20})
+		src, err := New(tracetest.BodyClient(status, body), "http://backend:1", traces.Options{MaxBodyBytes: 1 << 20})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -132,8 +132,8 @@ func (t *Source) Check(ctx context.Context) (traces.Health, error) { return t.b.
 // a float, since TraceQL is typed and `> 1` never matches a float attribute.
 func (t *Source) traceQL(q traces.Query) string {
 	conds := []string{
-		"resource.service.name = " + strconv.Quote(q.Service),
-		"name = " + strconv.Quote(q.SpanName),
+		"resource.service.name = " + strconv.Quote(t.b.Opts.ServiceName),
+		"name = " + strconv.Quote(t.b.Opts.SpanName),
 	}
 	if c := t.instanceCondition(q.Instances); c != "" {
 		conds = append(conds, c)
@@ -302,7 +302,7 @@ func (t *Source) searchRequests(resp tempoSearchResponse, q traces.Query, info *
 					Attributes: kvs,
 				})
 				if r.Service == "" {
-					r.Service = q.Service
+					r.Service = t.b.Opts.ServiceName
 				}
 				out = append(out, r)
 			}

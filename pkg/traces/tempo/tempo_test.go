@@ -107,7 +107,7 @@ func TestTempoSearchSendsTypedEscapedTraceQL(t *testing.T) {
 			[]string{"span.gen_ai.latency.time_to_first_token >= 1.0 }"}, []string{">= 1 "}},
 		{"fractional TTFT", traces.Query{MinTTFT: 0.25}, traces.Options{}, []string{">= 0.25 }"}, nil},
 		{"no TTFT condition without a minimum", traces.Query{}, traces.Options{}, nil, []string{"time_to_first_token >="}},
-		{"service and span names escaped", traces.Query{Service: `a"b\c`, SpanName: "x\ny"}, traces.Options{},
+		{"service and span names escaped", traces.Query{}, traces.Options{ServiceName: `a"b\c`, SpanName: "x\ny"},
 			[]string{`resource.service.name = "a\"b\\c"`, `name = "x\ny"`}, nil},
 		{"configured attributes selected", traces.Query{}, traces.Options{InstanceAttribute: "k8s.pod.name", ModelAttribute: "my model"},
 			[]string{"span.k8s.pod.name", "resource.k8s.pod.name", `span."my model"`}, nil},

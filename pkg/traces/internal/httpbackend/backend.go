@@ -72,15 +72,23 @@ func (b Backend) Get(ctx context.Context, path string, params url.Values) (int, 
 		return 0, nil, b.Fail(0, transportMessage(ctx, err), stripURL(err))
 	}
 	defer resp.Body.Close()
+	// An answer that declares its size is refused before any of it is read; one that streams
+	// (chunked) is read up to the limit only.
+	if resp.ContentLength > b.Opts.MaxBodyBytes {
+		return resp.StatusCode, nil, b.tooLarge(resp.StatusCode)
+	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, b.Opts.MaxBodyBytes+1))
 	if err != nil {
 		return resp.StatusCode, nil, b.Fail(resp.StatusCode, "answer was cut short", stripURL(err))
 	}
 	if int64(len(body)) > b.Opts.MaxBodyBytes {
-		return resp.StatusCode, nil, b.Fail(resp.StatusCode, fmt.Sprintf(
-			"answer is larger than the %s limit: narrow the time range or lower the limit", byteSize(b.Opts.MaxBodyBytes)), nil)
+		return resp.StatusCode, nil, b.tooLarge(resp.StatusCode)
 	}
 	return resp.StatusCode, body, nil
+}
+
+func (b Backend) tooLarge(status int) error {
+	return b.Fail(status, fmt.Sprintf("answer is larger than the %s limit: narrow the time range or lower the limit", byteSize(b.Opts.MaxBodyBytes)), nil)
 }
 
 func byteSize(n int64) string {

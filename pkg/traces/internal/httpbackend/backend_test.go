@@ -95,6 +95,13 @@ func TestBackendFaultsAreDownstream(t *testing.T) {
 		{"oversized body", func(w http.ResponseWriter, r *http.Request) {
 			_, _ = w.Write([]byte(`{"result":` + strings.Repeat(" ", 4096) + `{}}`))
 		}, traces.Options{MaxBodyBytes: 1024}, 200, "larger than the 1024 bytes limit"},
+		{"oversized body declared, never sent", func(w http.ResponseWriter, r *http.Request) {
+			// Only the declared length can make this fail on size before the client's timeout.
+			w.Header().Set("Content-Length", "1073741824")
+			_, _ = w.Write([]byte(`{"result":`))
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		}, traces.Options{MaxBodyBytes: 1024}, 200, "larger than the 1024 bytes limit"},
 		{"not JSON", func(w http.ResponseWriter, r *http.Request) {
 			_, _ = w.Write([]byte(`<html>login</html>`))
 		}, traces.Options{}, 200, "answered with something other than"},

@@ -4,8 +4,10 @@
 package tracetest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -208,3 +210,15 @@ func CheckWhole(t *testing.T, r traces.Request, sent map[string]SentSpan) {
 		t.Errorf("request = %+v", r)
 	}
 }
+
+// BodyClient answers every request with status and body, in process: the fuzzers' backend,
+// which must answer whatever the fuzzer made up, and fast.
+func BodyClient(status int, body []byte) *http.Client {
+	return &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: status, Body: io.NopCloser(bytes.NewReader(body)), Header: http.Header{}}, nil
+	})}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
