@@ -15,6 +15,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 	"github.com/grafana/grafana-plugin-sdk-go/experimental/datasourcetest"
+	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -177,9 +178,8 @@ func testProvisionedAlertRules(t *testing.T, b *bed) {
 					if len(f.Fields) < 2 || f.Fields[1].Len() == 0 {
 						continue
 					}
-					v := f.Fields[1]
-					if last := lastNonNaN(v); last > 0 {
-						out[v.Labels["instance"]] = true
+					if firesAsGrafanaKeeps(f, keepFiringFor(t, r)) {
+						out[f.Fields[1].Labels["instance"]] = true
 					}
 				}
 				return out
@@ -190,6 +190,42 @@ func testProvisionedAlertRules(t *testing.T, b *bed) {
 			checkSummaryNamesTheValue(t, b, r, run.job, tr.Instance, tr.End.Truncate(time.Second))
 		})
 	}
+}
+
+// keepFiringFor is a provisioned rule's keepFiringFor, zero when it has none.
+func keepFiringFor(t *testing.T, r stack.AlertRule) time.Duration {
+	if r.KeepFiringFor == "" {
+		return 0
+	}
+	d, err := model.ParseDuration(r.KeepFiringFor)
+	require.NoError(t, err, "keepFiringFor of %s", r.Title)
+	return time.Duration(d)
+}
+
+// firesAsGrafanaKeeps says whether a provisioned rule (reduce "last" with mode dropNN, threshold
+// above 0) fires on an alert series frame: its last value, or one within keepFiringFor before the
+// end, since Grafana keeps a firing alert firing that long after its condition lapses.
+func firesAsGrafanaKeeps(f *data.Frame, keep time.Duration) bool {
+	if len(f.Fields) < 2 || f.Fields[1].Len() == 0 {
+		return false
+	}
+	times, v := f.Fields[0], f.Fields[1]
+	end := times.At(times.Len() - 1).(time.Time)
+	last := true
+	for i := v.Len() - 1; i >= 0; i-- {
+		x, ok := v.ConcreteAt(i)
+		if !ok || math.IsNaN(x.(float64)) {
+			continue
+		}
+		if !last && end.Sub(times.At(i).(time.Time)) > keep {
+			return false
+		}
+		if x.(float64) > 0 {
+			return true
+		}
+		last = false
+	}
+	return false
 }
 
 // lastNonNaN is Grafana's reduce "last" with mode dropNN.
