@@ -160,14 +160,7 @@ func (t *Source) instanceCondition(instances []string) string {
 	if attr == vllm.ResourceInstanceID || attr == vllm.ResourceHostName {
 		ref = "resource" + ref
 	}
-	if len(instances) == 1 {
-		return ref + " = " + strconv.Quote(instances[0])
-	}
-	alts := make([]string, len(instances))
-	for i, in := range instances {
-		alts[i] = regexp.QuoteMeta(in)
-	}
-	return ref + " =~ " + strconv.Quote(strings.Join(alts, "|"))
+	return oneOf(ref, instances)
 }
 
 // modelCondition selects the spans whose model attribute is one of the models, on the span
@@ -177,13 +170,18 @@ func (t *Source) modelCondition(models []string) string {
 	if len(models) == 0 {
 		return ""
 	}
-	ref := "." + traceQLAttr(t.b.Opts.ModelAttribute)
-	if len(models) == 1 {
-		return ref + " = " + strconv.Quote(models[0])
+	return oneOf("."+traceQLAttr(t.b.Opts.ModelAttribute), models)
+}
+
+// oneOf is the condition that the attribute ref equals one of the values: `=` for one, `=~`
+// over the regexp-quoted values for several, each written as a quoted TraceQL string.
+func oneOf(ref string, values []string) string {
+	if len(values) == 1 {
+		return ref + " = " + strconv.Quote(values[0])
 	}
-	alts := make([]string, len(models))
-	for i, m := range models {
-		alts[i] = regexp.QuoteMeta(m)
+	alts := make([]string, len(values))
+	for i, v := range values {
+		alts[i] = regexp.QuoteMeta(v)
 	}
 	return ref + " =~ " + strconv.Quote(strings.Join(alts, "|"))
 }
