@@ -22,9 +22,11 @@ import (
 )
 
 // faultTimeout is the data source timeout (jsonData.timeout, seconds) of every fault case;
-// the stalled backends answer after stall, so only the setting, applied, makes them fail.
+// the stalled backends answer after stall, so only the setting, applied, makes them fail. It
+// leaves the healthy neighbour query time to answer from the real Prometheus under the race
+// detector on a loaded machine (1 s did not, in CI).
 const (
-	faultTimeout = 1
+	faultTimeout = 3
 	stall        = 8 * time.Second
 )
 
@@ -356,9 +358,9 @@ func faultCases() []faultCase {
 		{name: "range query slower than the timeout: timeline", prom: promFault(stalled(status(200, `{}`))), query: diagnosisQuery(FormatTimeline),
 			want: timeoutFailure("Prometheus did not answer in time")},
 		{name: "range query slower than a timeout written as a string", prom: promFault(stalled(status(200, `{}`))), query: kv,
-			jsonData: map[string]any{"timeout": "1"}, want: timeoutFailure("Prometheus did not answer in time")},
+			jsonData: map[string]any{"timeout": "3"}, want: timeoutFailure("Prometheus did not answer in time")},
 		{name: "trace backend slower than a timeout written as a string", jaeger: stalled(status(200, `{}`)), query: requestsQuery(50),
-			jsonData: map[string]any{"timeout": "1"}, want: timeoutFailure("Jaeger", "did not answer in time")},
+			jsonData: map[string]any{"timeout": "3"}, want: timeoutFailure("Jaeger", "did not answer in time")},
 		{name: "range query answers 500", prom: promFault(status(500, "internal error")), query: kv,
 			want: gatewayFailure("Prometheus failed", "500")},
 		{name: "range query answers 503 with Retry-After", prom: promFault(func(w http.ResponseWriter, _ *http.Request) {
