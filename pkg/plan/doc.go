@@ -11,7 +11,14 @@
 // A query that cannot be planned (an unknown signal or rule, a range shorter than a step, a
 // baseline that is not a time) fails here with a plugin error, before any request is sent.
 //
-// The requests and explain query types do not plan here yet: their trace searches depend on
-// what the metrics answered (requests) or on the trace fetched first (explain); they reach the
-// metrics through the diagnosis plan.
+// The requests and explain query types plan in two phases, each pure: their trace searches
+// depend on an answer. NewRequests plans a requests query's metrics (a diagnosis over the
+// range and a tail past it); Requests.Searches then writes its trace searches from what the
+// metrics answered (the instances that match the filters, their typical TTFT, where findings
+// fire). An explain query reads its trace first; NewExplain then plans, from the trace's
+// instance, model and time, the metrics around the request and the search of its peers, which
+// the plugin fetches at once. Their Executed joins the metrics' plan as fetched with the trace
+// searches as sent.
+// Their metrics that cannot be planned (MetricsErr) do not fail the query: the traces are
+// still read, and a notice says what is missing, as when the metrics cannot be read.
 package plan

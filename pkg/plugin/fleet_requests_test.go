@@ -15,6 +15,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/experimental/datasourcetest"
 
 	"github.com/seed/vllm-datasource/pkg/correlate"
+	"github.com/seed/vllm-datasource/pkg/plan"
 	"github.com/seed/vllm-datasource/pkg/sim"
 	"github.com/seed/vllm-datasource/pkg/testbed"
 	"github.com/seed/vllm-datasource/pkg/traces"
@@ -233,9 +234,9 @@ func fleetExplainShape(t *testing.T, r backend.DataResponse) {
 	}
 	first, _ := sig.ConcreteAt(0, 0)
 	last, _ := sig.ConcreteAt(0, sig.Rows()-1)
-	lo, hi := start.(time.Time).Add(-explainPad), end.(time.Time).Add(explainPad)
+	lo, hi := start.(time.Time).Add(-plan.ExplainPad), end.(time.Time).Add(plan.ExplainPad)
 	if first.(time.Time).Before(lo) || last.(time.Time).After(hi) || !first.(time.Time).Before(start.(time.Time)) || !last.(time.Time).After(end.(time.Time)) {
-		t.Errorf("signals from %v to %v; want the request's %v–%v within %v either side", first, last, start, end, explainPad)
+		t.Errorf("signals from %v to %v; want the request's %v–%v within %v either side", first, last, start, end, plan.ExplainPad)
 	}
 	for _, f := range sig.Fields[1:] {
 		if f.Labels["instance"] == "" || f.Config == nil || f.Config.DisplayNameFromDS == "" {

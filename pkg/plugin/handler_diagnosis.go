@@ -124,11 +124,17 @@ func (d *Datasource) diagnose(ctx context.Context, q backend.DataQuery, query Qu
 	if err != nil {
 		return nil, err
 	}
+	return d.diagnosePlan(ctx, p)
+}
+
+// diagnosePlan fetches and evaluates a diagnosis plan, sharing the evaluation with the queries
+// of the same refresh that planned the same one.
+func (d *Datasource) diagnosePlan(ctx context.Context, p plan.Diagnosis) (*Diagnosis, error) {
 	names := make([]string, len(p.Signals))
 	for i, s := range p.Signals {
 		names[i] = string(s)
 	}
-	key := newEvalKey(p.Rules, names, query.Instance, query.Model, p.Step, p.From, p.To)
+	key := newEvalKey(p.Rules, names, p.Metrics.Instance, p.Metrics.Model, p.Step, p.From, p.To)
 	diag, shared, err := d.evals.get(ctx, key, func(ctx context.Context) (*Diagnosis, error) {
 		return d.evaluate(ctx, p)
 	})

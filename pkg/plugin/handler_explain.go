@@ -4,17 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/seed/vllm-datasource/pkg/correlate"
 	"github.com/seed/vllm-datasource/pkg/frames"
+	"github.com/seed/vllm-datasource/pkg/plan"
 	"github.com/seed/vllm-datasource/pkg/series"
 	"github.com/seed/vllm-datasource/pkg/traces"
 )
@@ -22,9 +21,6 @@ import (
 // explainAnnotation is the explain query's format that answers only the request's interval,
 // for an annotation query.
 const explainAnnotation = "annotation"
-
-// explainPad is how much of the metrics before and after a request its explanation shows.
-const explainPad = 10 * time.Minute
 
 // handleExplain answers an explain query: one request by trace id, its stages, the findings
 // active while it ran, and the signals of its instance around it. The trace comes first (it
@@ -50,38 +46,34 @@ func handleExplain(ctx context.Context, d *Datasource, q backend.DataQuery, quer
 		return errorResponse(err)
 	}
 
-	// The metrics cover the request with a margin, and the query's range when it is larger.
-	mq := q
-	if from := req.Start.Add(-explainPad); from.Before(mq.TimeRange.From) {
-		mq.TimeRange.From = from
-	}
-	if to := req.End.Add(explainPad); to.After(mq.TimeRange.To) {
-		mq.TimeRange.To = to
-	}
-	scope := Query{Instance: regexp.QuoteMeta(req.Instance)}
-	if req.Model != "" {
-		scope.Model = regexp.QuoteMeta(req.Model)
-	}
-	// The peers and the metrics are independent: fetched at once.
+	// The metrics and the peers are independent: fetched at once. Neither fails the query:
+	// each error is a notice, so the group's goroutines return none.
+	p := plan.NewExplain(d.planSettings(), scopeOf(q, Query{}), req)
 	var (
-		around  []traces.Request
-		skipped error
-		diag    *Diagnosis
-		wg      sync.WaitGroup
+		around   []traces.Request
+		peersRan traces.SearchInfo
+		skipped  error
+		diag     *Diagnosis
+		g        errgroup.Group
 	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		around, skipped = peers(ctx, d, req)
-	}()
-	diag, err = d.diagnose(ctx, mq, scope, nil, correlate.Signals())
-	wg.Wait()
+	merr := p.MetricsErr
+	if merr == nil {
+		g.Go(func() error {
+			diag, merr = d.diagnosePlan(ctx, p.Metrics)
+			return nil
+		})
+	}
+	g.Go(func() error {
+		around, peersRan, skipped = peers(ctx, d, p)
+		return nil
+	})
+	_ = g.Wait()
 	in := correlate.Input{Requests: around, From: req.Start, To: req.End}
 	var notices []string
 	if skipped != nil {
 		notices = append(notices, "The other requests of this instance could not be read, so this one is not compared with its window (no anomaly reasons): "+skipped.Error())
 	}
-	if err != nil {
+	if merr != nil {
 		notices = append(notices, "The metrics could not be read, so the request is explained without its metric state and findings: "+err.Error())
 	} else {
 		in.Set, in.Findings = diag.Set, diag.Result.Findings
@@ -96,30 +88,31 @@ func handleExplain(ctx context.Context, d *Datasource, q backend.DataQuery, quer
 	}
 	out := frames.Explanation(e, signalInfo, notices)
 	if diag != nil {
-		// One graph of the window around the request, whatever range the query came with
-		// (Grafana's trace links send the span's time ± an hour or more).
+		// One graph of the window around the request (plan.Explain.Shown).
 		shown := []series.Signal{series.TTFTP99}
 		for _, js := range correlate.Joined {
 			shown = append(shown, js.Signal)
 		}
-		sig := frames.ExplanationSignals(diag.Set, shown, signalInfo, req.Start.Add(-explainPad), req.End.Add(explainPad), strings.Join(diag.Fetch.Queries, "\n"))
+		from, to := p.Shown()
+		sig := frames.ExplanationSignals(diag.Set, shown, signalInfo, from, to, p.Executed(diag.Executed, peersRan.Query))
 		// After the stages, before the request's interval that is drawn on it.
 		out = slices.Insert(out, len(out)-1, sig)
 	}
 	return backend.DataResponse{Frames: out}
 }
 
-// peers returns the request with the others of its instance around it, so that it is
-// compared with its window as the requests query compares it. When they cannot be had, the
-// request is explained alone, without anomaly reasons, and the error says why.
-func peers(ctx context.Context, d *Datasource, req traces.Request) ([]traces.Request, error) {
-	around, _, err := d.traces.Search(ctx, traces.Query{From: req.Start.Add(-explainPad), To: req.Start.Add(explainPad),
-		Instances: []string{req.Instance}, Limit: traces.DefaultMaxLimit})
+// peers returns the request with the others of its instance around it (the plan's Peers
+// search), so that it is compared with its window as the requests query compares it, and the
+// search as sent. When they cannot be had, the request is explained alone, without anomaly
+// reasons, and the error says why.
+func peers(ctx context.Context, d *Datasource, p plan.Explain) ([]traces.Request, traces.SearchInfo, error) {
+	req := p.Request
+	around, info, err := d.traces.Search(ctx, p.Peers)
 	if err != nil {
-		return []traces.Request{req}, err
+		return []traces.Request{req}, info, err
 	}
 	out := slices.DeleteFunc(around, func(r traces.Request) bool { return r.TraceID == req.TraceID })
-	return append(out, req), nil
+	return append(out, req), info, nil
 }
 
 func backendName(b string) string {

@@ -1,8 +1,6 @@
 package plugin
 
 import (
-	"time"
-
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 
 	"github.com/seed/vllm-datasource/pkg/plan"
@@ -16,9 +14,4 @@ func (d *Datasource) planSettings() plan.Settings {
 // scopeOf is a query's range, Grafana's interval for it, and its filters, as plans read them.
 func scopeOf(q backend.DataQuery, query Query) plan.Scope {
 	return plan.Scope{From: q.TimeRange.From, To: q.TimeRange.To, Interval: q.Interval, Instance: query.Instance, Model: query.Model}
-}
-
-// step is the range-query step of a query (plan.Step).
-func (d *Datasource) step(q backend.DataQuery) time.Duration {
-	return plan.Step(d.planSettings(), scopeOf(q, Query{}))
 }

@@ -1,0 +1,250 @@
+package plan
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/seed/vllm-datasource/pkg/correlate"
+	"github.com/seed/vllm-datasource/pkg/diagnosis"
+	"github.com/seed/vllm-datasource/pkg/series"
+	"github.com/seed/vllm-datasource/pkg/signals"
+	"github.com/seed/vllm-datasource/pkg/traces"
+)
+
+// Search plan bounds (see Requests.Searches).
+const (
+	// SearchWindow is the length of the sub-windows a long range is split into.
+	SearchWindow = 30 * time.Minute
+	// MaxWindows bounds the sub-windows of one query.
+	MaxWindows = 8
+	// MaxFindingSearches bounds the searches of findings' intervals in one query.
+	MaxFindingSearches = 2 * MaxWindows
+	// minFindingSearch is the shortest interval a finding is searched over: one that fired for
+	// a single step has Start = End.
+	minFindingSearch = time.Minute
+	// RequestTail is how far past the range the metrics are read, for the requests that start
+	// in the range and finish after it.
+	RequestTail = 5 * time.Minute
+)
+
+// RequestFilters are a requests query's own fields that its searches read.
+type RequestFilters struct {
+	// MinTTFT only asks for spans with a TTFT of at least this many seconds (0: all).
+	MinTTFT float64
+	// Limit bounds each search and the rows shown (≤ 0: traces.DefaultLimit for the rows).
+	Limit         int
+	AnomalousOnly bool
+}
+
+// Requests is the plan of a requests query, in two phases: the metrics first (a diagnosis
+// plan over the range and a tail past it), then the trace searches, which depend on what the
+// metrics answered (which instances match the filters, their typical TTFT, where findings
+// fire): Searches writes them from that answer.
+type Requests struct {
+	// From and To are the query's range: the spans that start in it are searched.
+	From, To        time.Time
+	Instance, Model signals.Match
+	Filters         RequestFilters
+	// Metrics is phase 1. MetricsErr says why it could not be planned: the searches are then
+	// planned without the metrics (a notice says what is lost), as when they cannot be read.
+	Metrics    Diagnosis
+	MetricsErr error
+}
+
+// NewRequests plans a requests query's metrics: the diagnosis of every rule over the range,
+// read RequestTail and a step past its end (capped at now, unless the range itself reaches
+// past now) for the requests that finish after it, with the request join's signals and the
+// TTFT median that ranks the requests. A filter that is not a valid value or regular
+// expression fails the query.
+func NewRequests(s Settings, sc Scope, f RequestFilters, now time.Time) (Requests, error) {
+	instance, err := signals.ParseMatch("instance", sc.Instance)
+	if err != nil {
+		return Requests{}, err
+	}
+	model, err := signals.ParseMatch("model", sc.Model)
+	if err != nil {
+		return Requests{}, err
+	}
+	p := Requests{From: sc.From, To: sc.To, Instance: instance, Model: model, Filters: f}
+	msc := sc
+	msc.To = sc.To.Add(RequestTail + Step(s, sc))
+	if msc.To.After(now) {
+		msc.To = now
+		if sc.To.After(now) {
+			msc.To = sc.To
+		}
+	}
+	p.Metrics, p.MetricsErr = NewDiagnosis(s, msc, nil, append(correlate.Signals(), series.TTFTP50))
+	return p, nil
+}
+
+// Searches is phase 2 of a requests query: its trace searches, written from what the metrics
+// answered.
+type Searches struct {
+	Queries []traces.Query
+	// PostFilter: the instance or model filter could not be resolved from the metrics, so it
+	// is applied to what the searches return (a notice says so).
+	PostFilter bool
+	// Limit is the query's limit, defaults filled: how many rows are shown.
+	Limit   int
+	Notices []string
+}
+
+// Searches writes the trace searches of a requests query (pure) from the metrics' answer in
+// in (its Set nil when the metrics could not be read). Instances come from the metrics when a
+// filter needs resolving. The intervals where findings fire come first, each searched for its
+// instance, so that the requests the diagnosis points at are found whatever the sub-window
+// searches' limits keep; then each sub-window of the range is searched for each instance (or
+// once for the fleet, without filters), and, where the metrics give an instance's typical
+// TTFT, once more for its requests above the threshold that makes them stand out. With
+// AnomalousOnly the plain sub-window searches are left out: the findings' intervals and the
+// thresholds point at what stands out.
+func (r Requests) Searches(in correlate.Input) Searches {
+	from, to, query := r.From, r.To, r.Filters
+	p := Searches{Limit: query.Limit}
+	if p.Limit <= 0 {
+		p.Limit = traces.DefaultLimit
+	}
+	exact, isExact := r.Instance.Exact()
+	var instances []string
+	switch {
+	case r.Instance.All() && r.Model.All():
+	case in.Set == nil && isExact && r.Model.All():
+		instances = []string{exact}
+	case in.Set == nil:
+		p.PostFilter = true
+		p.Notices = append(p.Notices, "Without the metrics, the instance and model filters cannot be resolved to instances: they are applied to the requests the trace searches returned, so matching requests beyond the searches' limit are missing.")
+	default:
+		instances = metricInstances(in.Set, r.Instance)
+		if len(instances) == 0 && isExact {
+			// An instance the metrics do not know may still have spans.
+			instances = []string{exact}
+		}
+		if len(instances) == 0 {
+			p.Notices = append(p.Notices, "No instance in the metrics matches the instance and model filters: no trace was searched.")
+			return p
+		}
+	}
+	var skipped int
+	p.Queries, skipped = findingSearches(in.Findings, instances, query, from, to)
+	if skipped > 0 {
+		p.Notices = append(p.Notices, fmt.Sprintf("%d more interval(s) where findings fire were not searched on their own (at most %d are): the sub-window searches cover them.", skipped, MaxFindingSearches))
+	}
+	thresholds := correlate.Thresholds(in.Typical, 0)
+	slow := instances
+	if slow == nil && !p.PostFilter {
+		slow = slices.Sorted(maps.Keys(thresholds))
+	}
+	n := int(math.Ceil(float64(to.Sub(from)) / float64(SearchWindow)))
+	for _, w := range traces.Windows(from, to, min(max(n, 1), MaxWindows)) {
+		base := traces.Query{From: w[0], To: w[1], MinTTFT: query.MinTTFT, Limit: query.Limit}
+		if !query.AnomalousOnly || len(thresholds) == 0 {
+			if instances == nil {
+				p.Queries = append(p.Queries, base)
+			}
+			for _, inst := range instances {
+				sq := base
+				sq.Instances = []string{inst}
+				p.Queries = append(p.Queries, sq)
+			}
+		}
+		for _, inst := range slow {
+			th, ok := thresholds[inst]
+			if !ok {
+				continue
+			}
+			sq := base
+			sq.Instances, sq.MinTTFT = []string{inst}, math.Max(query.MinTTFT, th)
+			p.Queries = append(p.Queries, sq)
+		}
+	}
+	return p
+}
+
+// Executed is the requests plan as fetched, for the frames' executedQueryString: the metrics'
+// plan (empty when they could not be read), then the searches as sent (traces.SearchInfo.Query).
+func (r Requests) Executed(metrics, searches string) string {
+	return joinNonEmpty(metrics, searches)
+}
+
+// findingSearches are the searches of the intervals where findings fire, each for its
+// instance (one of instances, or any when instances is nil): clipped to the range, merged
+// where one instance's intervals overlap, the most severe first, at most MaxFindingSearches
+// (the count left out is returned). The findings were diagnosed with the query's model filter,
+// so their instances serve the model.
+func findingSearches(findings []diagnosis.Finding, instances []string, query RequestFilters, from, to time.Time) ([]traces.Query, int) {
+	type interval struct {
+		instance   string
+		start, end time.Time
+		severity   int
+	}
+	var ivs []interval
+	for _, f := range findings {
+		inst := f.Key.Instance
+		if inst == "" || (instances != nil && !slices.Contains(instances, inst)) {
+			continue
+		}
+		start, end := maxTime(f.Start, from), minTime(maxTime(f.End, f.Start.Add(minFindingSearch)), to)
+		if !start.Before(end) {
+			continue
+		}
+		ivs = append(ivs, interval{instance: inst, start: start, end: end, severity: f.Severity.Rank()})
+	}
+	slices.SortFunc(ivs, func(a, b interval) int {
+		return cmp.Or(strings.Compare(a.instance, b.instance), a.start.Compare(b.start))
+	})
+	merged := ivs[:0]
+	for _, iv := range ivs {
+		if last := len(merged) - 1; last >= 0 && merged[last].instance == iv.instance && !iv.start.After(merged[last].end) {
+			merged[last].end = maxTime(merged[last].end, iv.end)
+			merged[last].severity = max(merged[last].severity, iv.severity)
+			continue
+		}
+		merged = append(merged, iv)
+	}
+	slices.SortStableFunc(merged, func(a, b interval) int { return b.severity - a.severity })
+	skipped := max(len(merged)-MaxFindingSearches, 0)
+	merged = merged[:len(merged)-skipped]
+	out := make([]traces.Query, len(merged))
+	for i, iv := range merged {
+		out[i] = traces.Query{From: iv.start, To: iv.end, Instances: []string{iv.instance}, MinTTFT: query.MinTTFT, Limit: query.Limit}
+	}
+	return out, skipped
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// metricInstances lists the instances of the metrics' series that match the instance filter
+// (the series were fetched with the model filter already).
+func metricInstances(set *series.Set, instance signals.Match) []string {
+	var out []string
+	for _, k := range set.Keys() {
+		if k.Instance != "" && instance.Matches(k.Instance) && !slices.Contains(out, k.Instance) {
+			out = append(out, k.Instance)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// joinNonEmpty joins the parts that are not empty, one per line.
+func joinNonEmpty(parts ...string) string {
+	return strings.Join(slices.DeleteFunc(parts, func(s string) bool { return s == "" }), "\n")
+}
