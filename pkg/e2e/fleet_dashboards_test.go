@@ -52,10 +52,7 @@ func newFleetBed(t *testing.T) *fleetBed {
 	jaeger := testbed.Jaeger(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	exp, err := sim.NewExporter(ctx, sc, jaeger.OTLPGRPC, sim.ProtocolGRPC, 10*time.Second)
-	require.NoError(t, err)
-	require.NoError(t, exp.Export(ctx, res.Spans))
-	require.NoError(t, exp.Close(ctx))
+	require.NoError(t, sim.ExportAll(ctx, sc, jaeger.OTLPGRPC, res.Spans, 10*time.Second))
 
 	// The dashboards' default range, now-1h, opened at the end of the run: the faults (the
 	// middle third) and the healthy hour after them; the verdict's default baseline is the

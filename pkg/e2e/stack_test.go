@@ -46,10 +46,7 @@ func TestProvisionedDashboardsAnswer(t *testing.T) {
 	jaeger := testbed.Jaeger(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	exp, err := sim.NewExporter(ctx, sc, jaeger.OTLPGRPC, sim.ProtocolGRPC, 10*time.Second)
-	require.NoError(t, err)
-	require.NoError(t, exp.Export(ctx, res.Spans))
-	require.NoError(t, exp.Close(ctx))
+	require.NoError(t, sim.ExportAll(ctx, sc, jaeger.OTLPGRPC, res.Spans, 10*time.Second))
 
 	// The dashboards' current range: the fault's first forty minutes, as an operator would look.
 	from := truth.Start.Truncate(time.Minute)

@@ -23,6 +23,14 @@ var (
 // decoding is off, so spec_decode_inefficient does not apply.
 func diagnosed(t *testing.T) diagnosis.Result {
 	t.Helper()
+	return kvDiagnosed(t, keySat, []series.Key{keyCalm}, map[string]vllm.CacheConfig{
+		keySat.Instance: {PrefixCaching: true, PrefixCachingKnown: true, BlockSize: 16}})
+}
+
+// kvDiagnosed is 15 minutes of one instance whose KV cache saturates and of calm others, with
+// speculative decoding off, diagnosed by kv_cache_saturated and spec_decode_inefficient.
+func kvDiagnosed(t *testing.T, saturated series.Key, calm []series.Key, cacheConfig map[string]vllm.CacheConfig) diagnosis.Result {
+	t.Helper()
 	const n = 60
 	set := series.NewSet(series.Grid{Start: start, Step: 15 * time.Second, Len: n})
 	put := func(k series.Key, sig series.Signal, v float64) {
@@ -32,12 +40,16 @@ func diagnosed(t *testing.T) diagnosis.Result {
 		}
 		set.Put(s)
 	}
-	put(keySat, series.KVUsage, 0.97)
-	put(keySat, series.PreemptionRate, 2.3)
-	put(keyCalm, series.KVUsage, 0.4)
-	put(keyCalm, series.PreemptionRate, 0)
+	put(saturated, series.KVUsage, 0.97)
+	put(saturated, series.PreemptionRate, 2.3)
+	for _, k := range calm {
+		put(k, series.KVUsage, 0.4)
+		put(k, series.PreemptionRate, 0)
+	}
 	set.Absent[series.SpecAcceptanceRate] = "speculative decoding is off"
-	set.CacheConfig[keySat.Instance] = vllm.CacheConfig{PrefixCaching: true, PrefixCachingKnown: true, BlockSize: 16}
+	for instance, c := range cacheConfig {
+		set.CacheConfig[instance] = c
+	}
 	res, err := diagnosis.Evaluate(set, diagnosis.Options{Rules: []string{diagnosis.KVCacheSaturated, diagnosis.SpecDecodeInefficient}})
 	if err != nil {
 		t.Fatal(err)

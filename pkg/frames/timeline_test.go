@@ -16,31 +16,11 @@ import (
 // the others calm; rules kv_cache_saturated and spec_decode_inefficient (not applicable).
 func fleetDiagnosed(t *testing.T, n int) diagnosis.Result {
 	t.Helper()
-	const steps = 60
-	set := series.NewSet(series.Grid{Start: start, Step: 15 * time.Second, Len: steps})
-	put := func(k series.Key, sig series.Signal, v float64) {
-		s := series.NewSeries(sig, k, steps)
-		for i := range s.Values {
-			s.Values[i] = v
-		}
-		set.Put(s)
+	keys := make([]series.Key, n)
+	for i := range keys {
+		keys[i] = series.Key{Instance: fmt.Sprintf("vllm-%03d:8000", i), Model: "llama"}
 	}
-	for i := 0; i < n; i++ {
-		k := series.Key{Instance: fmt.Sprintf("vllm-%03d:8000", i), Model: "llama"}
-		if i == 0 {
-			put(k, series.KVUsage, 0.97)
-			put(k, series.PreemptionRate, 2.3)
-			continue
-		}
-		put(k, series.KVUsage, 0.4)
-		put(k, series.PreemptionRate, 0)
-	}
-	set.Absent[series.SpecAcceptanceRate] = "speculative decoding is off"
-	res, err := diagnosis.Evaluate(set, diagnosis.Options{Rules: []string{diagnosis.KVCacheSaturated, diagnosis.SpecDecodeInefficient}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
+	return kvDiagnosed(t, keys[0], keys[1:], nil)
 }
 
 // rowsOf lists a timeline's rows (every field but time) by display name, and checks that each

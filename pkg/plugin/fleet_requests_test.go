@@ -72,14 +72,7 @@ func newFleetBed(t testing.TB) *fleetBed {
 		prom := testbed.Prometheus(t, path)
 		jg := testbed.Jaeger(t)
 		ctx := context.Background()
-		exp, err := sim.NewExporter(ctx, sc, jg.OTLPGRPC, sim.ProtocolGRPC, 10*time.Second)
-		if err == nil {
-			err = exp.Export(ctx, res.Spans)
-		}
-		if err == nil {
-			err = exp.Close(ctx)
-		}
-		if err != nil {
+		if err := sim.ExportAll(ctx, sc, jg.OTLPGRPC, res.Spans, 10*time.Second); err != nil {
 			fleetBedErr = err.Error()
 			return
 		}

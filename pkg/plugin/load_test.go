@@ -67,14 +67,9 @@ func BenchmarkLoad(b *testing.B) {
 	prom := testbed.Prometheus(b, path)
 	jaeger := testbed.Jaeger(b)
 	ctx := context.Background()
-	exp, err := sim.NewExporter(ctx, res.Scenario, jaeger.OTLPGRPC, sim.ProtocolGRPC, 30*time.Second)
-	if err != nil {
+	if err := sim.ExportAll(ctx, res.Scenario, jaeger.OTLPGRPC, res.Spans, 30*time.Second); err != nil {
 		b.Fatal(err)
 	}
-	if err := exp.Export(ctx, res.Spans); err != nil {
-		b.Fatal(err)
-	}
-	_ = exp.Close(ctx)
 	time.Sleep(3 * time.Second) // Jaeger's OTLP receiver batches before storing
 	client := grpcPlugin(b)
 

@@ -100,15 +100,8 @@ func newTraceBed(t *testing.T) *traceBed {
 
 	b.jaeger = testbed.Jaeger(t)
 	for name, res := range b.runs {
-		exp, err := sim.NewExporter(ctx, res.Scenario, b.jaeger.OTLPGRPC, sim.ProtocolGRPC, 10*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := exp.Export(ctx, res.Spans); err != nil {
+		if err := sim.ExportAll(ctx, res.Scenario, b.jaeger.OTLPGRPC, res.Spans, 10*time.Second); err != nil {
 			t.Fatalf("sending the spans of %s to Jaeger: %v", name, err)
-		}
-		if err := exp.Close(ctx); err != nil {
-			t.Fatal(err)
 		}
 	}
 	b.oddAt = end.Add(-simRun - 5*time.Minute)

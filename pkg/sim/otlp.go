@@ -94,6 +94,20 @@ func (x *Exporter) Export(ctx context.Context, spans []Span) error {
 // Close flushes and closes the connection.
 func (x *Exporter) Close(ctx context.Context) error { return x.exp.Shutdown(ctx) }
 
+// ExportAll sends spans of sc to an OTLP/gRPC endpoint in one go: connect, export, flush and
+// close, as a test bed or a backfill loads a trace backend once.
+func ExportAll(ctx context.Context, sc Scenario, endpoint string, spans []Span, timeout time.Duration) error {
+	x, err := NewExporter(ctx, sc, endpoint, ProtocolGRPC, timeout)
+	if err != nil {
+		return err
+	}
+	if err := x.Export(ctx, spans); err != nil {
+		_ = x.Close(ctx)
+		return err
+	}
+	return x.Close(ctx)
+}
+
 // readOnly builds SDK spans with the requests' own times and ids: a tracer provider whose
 // processor keeps what ends, and whose id generator hands out the simulated ids.
 func (x *Exporter) readOnly(instance string, spans []Span) []sdktrace.ReadOnlySpan {
