@@ -18,6 +18,17 @@ import (
 // as OpenMetrics requires, and their samples with it, so they are stored under the scraped name.
 func (r *Result) WriteOpenMetrics(w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
+	if err := r.writeFamilies(bw); err != nil {
+		return err
+	}
+	if _, err := expfmt.FinalizeOpenMetrics(bw); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// writeFamilies writes the families of WriteOpenMetrics, without the closing "# EOF".
+func (r *Result) writeFamilies(bw io.Writer) error {
 	names := map[string]bool{}
 	for _, st := range r.stores {
 		for n := range st.families {
@@ -38,10 +49,7 @@ func (r *Result) WriteOpenMetrics(w io.Writer) error {
 			return fmt.Errorf("writing %s: %w", name, err)
 		}
 	}
-	if _, err := expfmt.FinalizeOpenMetrics(bw); err != nil {
-		return err
-	}
-	return bw.Flush()
+	return nil
 }
 
 // metricFamily is one family's scrapes on every instance, one timestamped metric a scrape, in

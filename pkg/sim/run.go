@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sort"
 	"strings"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 )
 
 // Job is the Prometheus job label of the simulated scrapes.
@@ -98,13 +101,49 @@ func Run(sc Scenario, start time.Time, duration, scrape time.Duration, opts ...O
 	for _, opt := range opts {
 		opt(&o)
 	}
+	return runInstances(sc, 0, len(sc.Instances), start, duration, scrape, o)
+}
+
+// WriteOpenMetricsInParts simulates the scenario's instances part at a time, metrics only, and
+// writes each part's scrapes to w as WriteOpenMetrics does, one part after the other, so that
+// memory holds one part's scrapes rather than the fleet's: a fleet of 500 instances over 3 h is
+// about 17 GB whole. Each instance is simulated exactly as Run simulates it. The families repeat
+// once per part, which promtool's OpenMetrics backfill accepts. It returns the ground truth.
+func WriteOpenMetricsInParts(w io.Writer, sc Scenario, start time.Time, duration, scrape time.Duration, part int) ([]Finding, error) {
+	if err := sc.Validate(); err != nil {
+		return nil, fmt.Errorf("scenario %q: %w", sc.Name, err)
+	}
+	if scrape <= 0 || duration < scrape || part < 1 {
+		return nil, fmt.Errorf("want a positive scrape interval no longer than the duration and a positive part, got scrape %v, duration %v, part %d", scrape, duration, part)
+	}
+	bw := bufio.NewWriterSize(w, 1<<16)
+	var truth []Finding
+	for lo := 0; lo < len(sc.Instances); lo += part {
+		res, err := runInstances(sc, lo, min(lo+part, len(sc.Instances)), start, duration, scrape, options{})
+		if err != nil {
+			return nil, err
+		}
+		if err := res.writeFamilies(bw); err != nil {
+			return nil, err
+		}
+		truth = append(truth, res.Truth...)
+	}
+	if _, err := expfmt.FinalizeOpenMetrics(bw); err != nil {
+		return nil, err
+	}
+	return truth, bw.Flush()
+}
+
+// runInstances simulates the scenario's instances from lo to hi (exclusive).
+func runInstances(sc Scenario, lo, hi int, start time.Time, duration, scrape time.Duration, o options) (*Result, error) {
 	res := &Result{Scenario: sc, Start: start, Duration: duration, Scrape: scrape, ProcessIDs: map[string]int{}}
 	dur, step := duration.Seconds(), scrape.Seconds()
-	sims := make([]*instanceSim, len(sc.Instances))
-	spans := make([][]Span, len(sc.Instances))
-	res.stores = make([]*store, len(sc.Instances))
+	sims := make([]*instanceSim, hi-lo)
+	spans := make([][]Span, hi-lo)
+	res.stores = make([]*store, hi-lo)
 	var wg sync.WaitGroup
-	for i := range sc.Instances {
+	for k := range hi - lo {
+		i := lo + k
 		res.ProcessIDs[sc.Instances[i].Address] = processID(sc.Seed, i)
 		wg.Add(1)
 		go func() {
@@ -113,7 +152,7 @@ func Run(sc Scenario, start time.Time, duration, scrape time.Duration, opts ...O
 			s.base = start
 			if o.spans {
 				s.sampleN = o.sampleN
-				s.onSpan = func(sp Span) { spans[i] = append(spans[i], sp) }
+				s.onSpan = func(sp Span) { spans[k] = append(spans[k], sp) }
 			}
 			st := newStore(s.in.Address)
 			next := 0.0
@@ -127,7 +166,7 @@ func Run(sc Scenario, start time.Time, duration, scrape time.Duration, opts ...O
 				s.accumulate(next)
 				onScrape(next)
 			}
-			sims[i], res.stores[i] = s, st
+			sims[k], res.stores[k] = s, st
 		}()
 	}
 	wg.Wait()

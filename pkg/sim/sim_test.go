@@ -450,3 +450,42 @@ func TestOpenMetricsShape(t *testing.T) {
 		t.Error("output does not end in # EOF")
 	}
 }
+
+func TestWriteOpenMetricsInPartsIsRunInParts(t *testing.T) {
+	sc, err := Fleet(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := Run(sc, t0, 10*time.Minute, 15*time.Second, WithoutSpans())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	if err := whole.WriteOpenMetrics(&want); err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	truth, err := WriteOpenMetricsInParts(&got, sc, t0, 10*time.Minute, 15*time.Second, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples := func(text string) []string {
+		var out []string
+		for _, line := range strings.Split(text, "\n") {
+			if line != "" && !strings.HasPrefix(line, "#") {
+				out = append(out, line)
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+	if w, g := samples(want.String()), samples(got.String()); !slices.Equal(w, g) {
+		t.Errorf("the parts hold %d samples, the whole run %d, or they differ", len(g), len(w))
+	}
+	if !strings.HasSuffix(got.String(), "# EOF\n") || strings.Count(got.String(), "# EOF") != 1 {
+		t.Error("want one # EOF, at the end")
+	}
+	if !slices.EqualFunc(truth, whole.Truth, func(a, b Finding) bool { return a == b }) {
+		t.Errorf("truth %v, want the whole run's %v", truth, whole.Truth)
+	}
+}
