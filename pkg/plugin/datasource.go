@@ -22,6 +22,7 @@ import (
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 
 	"github.com/seed/vllm-datasource/pkg/httpretry"
+	"github.com/seed/vllm-datasource/pkg/promstream"
 	"github.com/seed/vllm-datasource/pkg/signals"
 	"github.com/seed/vllm-datasource/pkg/traces"
 )
@@ -82,7 +83,8 @@ func NewDatasource(ctx context.Context, s backend.DataSourceInstanceSettings) (i
 		ds.settingsErr = fmt.Errorf("the Prometheus URL %q is not usable: %w", redacted(settings.PrometheusURL), err)
 		return ds, nil
 	}
-	ds.prom = signals.NewClient(v1.NewAPI(api), settings.Labels, settings.ScrapeInterval, settings.LabelMatchers)
+	// Range answers are the bulk of what a diagnosis reads: decoded as they arrive.
+	ds.prom = signals.NewClient(promstream.New(v1.NewAPI(api), api, client), settings.Labels, settings.ScrapeInterval, settings.LabelMatchers)
 	ds.traces, closeIdle, err = newTracesSource(settings)
 	if err != nil {
 		ds.settingsErr = err
