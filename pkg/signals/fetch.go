@@ -139,18 +139,19 @@ func (c *Client) FetchAll(ctx context.Context, reqs ...Request) ([]*Result, erro
 }
 
 // Run executes plans: every range query (each expression over each range) and instant query
-// of all of them in one fan-out, at most maxParallel in flight; then, without I/O, aligns each
-// plan's answers on its grid.
+// of all of them in one fan-out, at most maxParallel in flight. Each expression's answers are
+// aligned on its plan's grid as soon as the last of its ranges arrives, and then dropped: a
+// Prometheus matrix takes twice the memory of the grid's series, and a fleet's bucket rates
+// are the largest part of a diagnosis.
 func (c *Client) Run(ctx context.Context, plans ...*Plan) ([]*Result, error) {
-	matrices := make([][][]model.Matrix, len(plans))
-	warnings := make([][][][]string, len(plans))
+	aligners := make([]*aligner, len(plans))
 	configs := make([][]model.Matrix, len(plans))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(maxParallel)
 	for n, p := range plans {
-		matrices[n], warnings[n] = make([][]model.Matrix, len(p.Exprs)), make([][][]string, len(p.Exprs))
+		a := newAligner(p)
+		aligners[n] = a
 		for i, e := range p.Exprs {
-			matrices[n][i], warnings[n][i] = make([]model.Matrix, len(p.Ranges)), make([][]string, len(p.Ranges))
 			for k, r := range p.Ranges {
 				g.Go(func() error {
 					v, warn, _, err := c.api.QueryRange(gctx, e, v1.Range{Start: r.Start, End: r.End, Step: r.Step})
@@ -161,7 +162,7 @@ func (c *Client) Run(ctx context.Context, plans ...*Plan) ([]*Result, error) {
 					if !ok {
 						return backend.DownstreamError(fmt.Errorf("Prometheus answered a range query with a %s instead of a matrix", v.Type()))
 					}
-					matrices[n][i][k], warnings[n][i][k] = r.hold(m, p.Request.Step), warn
+					a.answer(i, k, r.hold(m, p.Request.Step), warn)
 					return nil
 				})
 			}
@@ -182,28 +183,75 @@ func (c *Client) Run(ctx context.Context, plans ...*Plan) ([]*Result, error) {
 		return nil, err
 	}
 	out := make([]*Result, len(plans))
-	for n, p := range plans {
-		out[n] = p.align(matrices[n], warnings[n], configs[n])
+	for n, a := range aligners {
+		out[n] = a.finish(configs[n])
 	}
 	return out, nil
 }
 
-// align builds a plan's result from its answers, in the plan's order.
-func (p *Plan) align(matrices [][]model.Matrix, warnings [][][]string, configs []model.Matrix) *Result {
-	set := series.NewSet(p.Grid)
+// aligner builds one plan's result from its answers, in whatever order they arrive.
+type aligner struct {
+	p   *Plan
+	mu  sync.Mutex
+	set *series.Set
+	// Per expression: the ranges not yet answered, the answers held until then, each range's
+	// warnings, and whether it is aligned.
+	pending  []int
+	pieces   [][]model.Matrix
+	warnings [][][]string
+	aligned  []bool
+}
+
+func newAligner(p *Plan) *aligner {
+	a := &aligner{p: p, set: series.NewSet(p.Grid), pending: make([]int, len(p.Exprs)),
+		pieces: make([][]model.Matrix, len(p.Exprs)), warnings: make([][][]string, len(p.Exprs)), aligned: make([]bool, len(p.Exprs))}
 	for sig, reason := range p.Absent {
-		set.Absent[sig] = reason
+		a.set.Absent[sig] = reason
 	}
-	res := &Result{Set: set, Queries: p.Exprs, Generation: p.Generation, Window: p.Window, Plan: p}
+	for i := range p.Exprs {
+		a.pending[i] = len(p.Ranges)
+		a.pieces[i], a.warnings[i] = make([]model.Matrix, len(p.Ranges)), make([][]string, len(p.Ranges))
+	}
+	return a
+}
+
+// answer takes the answer of expression i over range k, and aligns the expression once all
+// its ranges are in.
+func (a *aligner) answer(i, k int, m model.Matrix, warnings []string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.pieces[i][k], a.warnings[i][k] = m, warnings
+	a.pending[i]--
+	if a.pending[i] == 0 {
+		a.align(i)
+	}
+}
+
+// align copies expression i's answers onto the grid, for every signal it serves, and drops them.
+func (a *aligner) align(i int) {
+	e := a.p.Exprs[i]
+	var m model.Matrix
+	for _, piece := range a.pieces[i] {
+		m = append(m, piece...)
+	}
 	hists := map[string]map[series.Key]*histogram{}
-	for i, e := range p.Exprs {
-		var m model.Matrix
-		for k := range p.Ranges {
-			res.Notices = appendNew(res.Notices, warnings[i][k]...)
-			m = append(m, matrices[i][k]...)
+	for _, sig := range a.p.serves[e] {
+		alignSignal(a.set, a.p.labels, sig, m, hists, e)
+	}
+	a.pieces[i], a.aligned[i] = nil, true
+}
+
+// finish completes the result once every answer is in: the cache configurations, the derived
+// signals and the notices, in the plan's order.
+func (a *aligner) finish(configs []model.Matrix) *Result {
+	p, set := a.p, a.set
+	res := &Result{Set: set, Queries: p.Exprs, Generation: p.Generation, Window: p.Window, Plan: p}
+	for i := range p.Exprs {
+		if !a.aligned[i] {
+			a.align(i)
 		}
-		for _, sig := range p.serves[e] {
-			alignSignal(set, p.labels, sig, m, hists, e)
+		for _, w := range a.warnings[i] {
+			res.Notices = appendNew(res.Notices, w...)
 		}
 	}
 	for _, m := range configs {
