@@ -165,7 +165,8 @@ func (d *Datasource) QueryData(ctx context.Context, req *backend.QueryDataReques
 		defer func() {
 			if r := recover(); r != nil {
 				log.DefaultLogger.FromContext(ctx).Error("query panicked", "refId", cq.DataQuery.RefID, "panic", r, "stack", string(debug.Stack()))
-				res = backend.ErrDataResponseWithSource(backend.StatusInternal, backend.ErrorSourcePlugin, fmt.Sprintf("internal error in the vLLM Diagnosis plugin while answering this query: %v", r))
+				// The stack goes to the log only: the response is shown to every viewer.
+				res = errorResponse(fmt.Errorf("%w while answering query %s (the plugin's log has the details): %v", errInternal, cq.DataQuery.RefID, r))
 			}
 		}()
 		return d.query(ctx, cq.DataQuery)

@@ -25,7 +25,7 @@ func handleVerdict(ctx context.Context, d *Datasource, q backend.DataQuery, quer
 	results := [2]*signals.Result{fetched[0], fetched[1]}
 	for i, res := range results {
 		if res.Window != p.Metrics[i].Step {
-			return errorResponse(fmt.Errorf("internal error: the rate window %s differs from the step %s, so the windows would not tile", res.Window, p.Metrics[i].Step))
+			return errorResponse(fmt.Errorf("%w: the rate window %s differs from the step %s, so the windows would not tile", errInternal, res.Window, p.Metrics[i].Step))
 		}
 	}
 	rows := verdict.Evaluate(verdict.Input{
