@@ -1,7 +1,6 @@
 package frames
 
 import (
-	"math"
 	"strings"
 	"time"
 
@@ -133,24 +132,15 @@ func ExplanationSignals(set *series.Set, wanted []series.Signal, info func(serie
 		times[n] = g.Time(i)
 	}
 	f := data.NewFrame(ExplanationSignalsFrame, data.NewField("time", nil, times))
-	for _, sig := range wanted {
-		si := info(sig)
-		for _, key := range set.Keys() {
-			s := set.Get(key, sig)
-			if s == nil {
-				continue
-			}
-			values := make([]*float64, len(idx))
-			for n, i := range idx {
-				if v := s.Values[i]; !math.IsNaN(v) && !math.IsInf(v, 0) {
-					values[n] = &v
-				}
-			}
-			field := data.NewField(string(sig), KeyLabels(key), values)
-			field.Config = &data.FieldConfig{DisplayNameFromDS: displayName(si.Label, key), Unit: si.Unit}
-			f.Fields = append(f.Fields, field)
+	eachSeries(set, wanted, info, func(s *series.Series, si SignalInfo) {
+		values := make([]*float64, len(idx))
+		for n, i := range idx {
+			values[n] = optFloat(s.Values[i])
 		}
-	}
+		field := data.NewField(string(s.Signal), KeyLabels(s.Key), values)
+		field.Config = &data.FieldConfig{DisplayNameFromDS: displayName(si.Label, s.Key), Unit: si.Unit}
+		f.Fields = append(f.Fields, field)
+	})
 	f.Meta = &data.FrameMeta{Type: data.FrameTypeTimeSeriesWide, TypeVersion: data.FrameTypeVersion{0, 1},
 		PreferredVisualization: data.VisTypeGraph, ExecutedQueryString: executed}
 	return f

@@ -19,7 +19,7 @@ import (
 
 var (
 	t0       = time.Date(2026, 8, 8, 10, 0, 0, 0, time.UTC)
-	settings = plan.Settings{Metrics: signals.Config{Labels: signals.DefaultLabels, Scrape: 15 * time.Second, Matchers: mustMatchers(`job="vllm"`)}}
+	settings = plan.Settings{Metrics: signals.Config{Labels: signals.DefaultLabels, Scrape: 15 * time.Second, Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "job", "vllm")}}}
 	// v1 is a Prometheus holding vLLM V1's names for what these tests fetch.
 	v1 = vllm.Detect([]string{vllm.RequestsRunning, vllm.RequestsWaiting, vllm.KVCacheUsage, vllm.TimeToFirstToken + "_bucket", vllm.Preemptions})
 )
@@ -270,12 +270,4 @@ func TestPlansRejectBadQueriesBeforeAnyIO(t *testing.T) {
 			}
 		})
 	}
-}
-
-func mustMatchers(selector string) []*labels.Matcher {
-	ms, err := signals.ParseMatchers(selector)
-	if err != nil {
-		panic(err)
-	}
-	return ms
 }
