@@ -271,3 +271,22 @@ func TestPlansRejectBadQueriesBeforeAnyIO(t *testing.T) {
 		})
 	}
 }
+
+// The executedQueryString of the two-phase plans: the metrics' plan, then the trace searches,
+// either left out when it is empty.
+func TestTwoPhaseExecuted(t *testing.T) {
+	var e plan.Explain
+	var r plan.Requests
+	for _, c := range []struct {
+		name, got, want string
+	}{
+		{"explain: the metrics, then the peers' search", e.Executed("metrics", "peers"), "metrics\npeers"},
+		{"explain without the peers' search", e.Executed("metrics", ""), "metrics"},
+		{"requests: the metrics, then the searches", r.Executed("metrics", "searches"), "metrics\nsearches"},
+		{"requests without metrics", r.Executed("", "searches"), "searches"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: executed %q, want %q", c.name, c.got, c.want)
+		}
+	}
+}
