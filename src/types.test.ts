@@ -1,7 +1,8 @@
 import goDefaults from '../pkg/plugin/testdata/settings_defaults.json';
 import { SETTINGS_DEFAULTS } from './types';
 
-// The Go side's defaults (pkg/plugin's tests check this file against what LoadSettings fills in).
+// The Go side's defaults, written by `go generate ./pkg/plugin` (pkg/plugin's tests check that the
+// file is not stale and that LoadSettings fills in the same).
 const backend: Record<string, string> = goDefaults;
 
 // tracesBackend is chosen with buttons, not typed over a placeholder.

@@ -90,7 +90,8 @@ export interface VllmDataSourceOptions extends DataSourceJsonData {
 /**
  * The backend's defaults of the settings the config editor shows as placeholders. They are the
  * backend's own (pkg/plugin/settings.go): types.test.ts checks them against
- * pkg/plugin/testdata/settings_defaults.json, which the Go tests check against the Go defaults.
+ * pkg/plugin/testdata/settings_defaults.json, which `go generate ./pkg/plugin` writes from the
+ * Go defaults and a Go test checks is not stale.
  */
 export const SETTINGS_DEFAULTS: Readonly<Record<string, string>> = {
   scrapeInterval: '15s',

@@ -12,7 +12,7 @@
 //	    Rules: ids, Thresholds: th, MinRequests: 20, Baseline: time.Hour, EvalFrom: from})
 //	entries, err := diagnosis.Catalog(th)                   // the `GET rules` resource, thresholds in force
 //
-// pkg/plan calls RequiredSignals and Lookback to plan a diagnosis query's fetch.
+// pkg/plan calls RequiredSignals, Lookback and EvalStep to plan a diagnosis query's fetch.
 //
 // Result holds Findings (the `findings` format and annotations), Timelines (the `timeline`
 // format: every rule's State per step and key), Alerts (the `alert` format: 1 while a condition

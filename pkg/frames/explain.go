@@ -1,7 +1,6 @@
 package frames
 
 import (
-	"math"
 	"strings"
 	"time"
 
@@ -17,7 +16,10 @@ import (
 // request's interval (time, timeEnd, title, text, tags). The interval's frame is tagged as
 // annotations, so that Explore and the time series panels draw it as a region on the graph of
 // the signals around the request (ExplanationSignals) instead of listing it as a table.
-func Explanation(e correlate.Explanation, info func(series.Signal) SignalInfo, notices []string) data.Frames {
+//
+// With around, the signals of the request's window (ExplanationSignals) come between the
+// stages and the interval, which is drawn on them.
+func Explanation(e correlate.Explanation, info func(series.Signal) SignalInfo, notices []string, around *Around) data.Frames {
 	r := e.Row
 	var chosen, action string
 	if e.Finding != nil {
@@ -68,7 +70,29 @@ func Explanation(e correlate.Explanation, info func(series.Signal) SignalInfo, n
 
 	interval := RequestInterval(e)
 	interval.Meta = &data.FrameMeta{DataTopic: data.DataTopicAnnotations}
-	return data.Frames{expl, stages, interval}
+	if around == nil {
+		return data.Frames{expl, stages, interval}
+	}
+	sig := ExplanationSignals(around.Set, around.Signals, info, around.From, around.To, around.Executed)
+	return data.Frames{expl, stages, sig, interval}
+}
+
+// Around is the window of signals graphed beside an explained request, with the plan they
+// were fetched by (its executedQueryString).
+type Around struct {
+	Set      *series.Set
+	Signals  []series.Signal
+	From, To time.Time
+	Executed string
+}
+
+// NoRequest is the answer of an explain query without a trace id (the drill-down opened on its
+// own, not from a request link): an instruction, not an error badge on its panels.
+func NoRequest() data.Frames {
+	f := data.NewFrame("explanation")
+	f.Meta = &data.FrameMeta{Notices: []data.Notice{{Severity: data.NoticeSeverityInfo,
+		Text: "No request selected: click a trace id in a requests table (or set the Trace ID variable) to explain that request. An explain query reads explain <traceId>."}}}
+	return data.Frames{f}
 }
 
 // RequestInterval is the request's interval as the one row of an annotation frame (time,
@@ -108,24 +132,15 @@ func ExplanationSignals(set *series.Set, wanted []series.Signal, info func(serie
 		times[n] = g.Time(i)
 	}
 	f := data.NewFrame(ExplanationSignalsFrame, data.NewField("time", nil, times))
-	for _, sig := range wanted {
-		si := info(sig)
-		for _, key := range set.Keys() {
-			s := set.Get(key, sig)
-			if s == nil {
-				continue
-			}
-			values := make([]*float64, len(idx))
-			for n, i := range idx {
-				if v := s.Values[i]; !math.IsNaN(v) && !math.IsInf(v, 0) {
-					values[n] = &v
-				}
-			}
-			field := data.NewField(string(sig), KeyLabels(key), values)
-			field.Config = &data.FieldConfig{DisplayNameFromDS: displayName(si.Label, key), Unit: si.Unit}
-			f.Fields = append(f.Fields, field)
+	eachSeries(set, wanted, info, func(s *series.Series, si SignalInfo) {
+		values := make([]*float64, len(idx))
+		for n, i := range idx {
+			values[n] = optFloat(s.Values[i])
 		}
-	}
+		field := data.NewField(string(s.Signal), KeyLabels(s.Key), values)
+		field.Config = &data.FieldConfig{DisplayNameFromDS: displayName(si.Label, s.Key), Unit: si.Unit}
+		f.Fields = append(f.Fields, field)
+	})
 	f.Meta = &data.FrameMeta{Type: data.FrameTypeTimeSeriesWide, TypeVersion: data.FrameTypeVersion{0, 1},
 		PreferredVisualization: data.VisTypeGraph, ExecutedQueryString: executed}
 	return f

@@ -2,6 +2,7 @@ package frames
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -61,11 +62,31 @@ func TestExplanationSignals(t *testing.T) {
 
 func TestExplanationIntervalIsAnAnnotation(t *testing.T) {
 	e := correlate.Explain(joined(false))
-	fs := Explanation(e, info, nil)
+	fs := Explanation(e, info, nil, nil)
 	if last := fs[len(fs)-1]; last.Name != RequestIntervalFrame || last.Meta == nil || last.Meta.DataTopic != data.DataTopicAnnotations {
 		t.Errorf("the answer's last frame %q, meta %+v; want the request's interval tagged as annotations", last.Name, last.Meta)
 	}
 	if plain := RequestInterval(e); plain.Meta != nil || plain.Rows() != 1 {
 		t.Errorf("the annotation query's interval: meta %+v, %d rows; want a plain frame of one row", plain.Meta, plain.Rows())
+	}
+}
+
+// With the window around the request, the explanation answers four frames: the signals between
+// the stages and the interval drawn on them.
+func TestExplanationAround(t *testing.T) {
+	e := correlate.Explain(joined(false))
+	g := series.NewGrid(reqStart.Add(-time.Hour), reqStart.Add(time.Hour), time.Minute)
+	around := &Around{Set: series.NewSet(g), Signals: []series.Signal{series.TTFTP99}, From: reqStart.Add(-time.Minute), To: reqStart, Executed: "q"}
+	fs := Explanation(e, info, nil, around)
+	var names []string
+	for _, f := range fs {
+		names = append(names, f.Name)
+	}
+	want := []string{"explanation", "stages", ExplanationSignalsFrame, RequestIntervalFrame}
+	if !slices.Equal(names, want) {
+		t.Fatalf("frames %v, want %v", names, want)
+	}
+	if got := fs[2].Meta.ExecutedQueryString; got != "q" {
+		t.Errorf("the signals' executedQueryString %q, want the plan's", got)
 	}
 }

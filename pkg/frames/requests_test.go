@@ -158,7 +158,7 @@ func TestRequestLinks(t *testing.T) {
 
 func TestExplanationFrames(t *testing.T) {
 	e := correlate.Explain(joined(false))
-	fs := Explanation(e, info, []string{"note"})
+	fs := Explanation(e, info, []string{"note"}, nil)
 	if len(fs) != 3 {
 		t.Fatalf("%d frames, want explanation, stages and request", len(fs))
 	}
@@ -185,7 +185,7 @@ func TestExplanationFrames(t *testing.T) {
 	}
 
 	bare := correlate.Explain(joined(true))
-	stages = Explanation(bare, info, nil)[1]
+	stages = Explanation(bare, info, nil, nil)[1]
 	if stages.Rows() != 0 {
 		t.Fatalf("a span without stage latencies gives %d stage rows, want none", stages.Rows())
 	}

@@ -1,7 +1,6 @@
 package frames
 
 import (
-	"math"
 	"strings"
 	"time"
 
@@ -20,40 +19,37 @@ type SignalInfo struct {
 // model_name, in the order the signals were asked for. Notices go on the first frame.
 func Signals(set *series.Set, wanted []series.Signal, info func(series.Signal) SignalInfo, executed string, notices []string) data.Frames {
 	var out data.Frames
-	for _, sig := range wanted {
-		si := info(sig)
-		for _, key := range set.Keys() {
-			s := set.Get(key, sig)
-			if s == nil {
-				continue
-			}
-			out = append(out, signalFrame(set.Grid, s, si))
-		}
-	}
+	eachSeries(set, wanted, info, func(s *series.Series, si SignalInfo) {
+		out = append(out, signalFrame(set.Grid, s, si))
+	})
 	if len(out) == 0 {
 		out = data.Frames{data.NewFrame("signals")}
 	}
-	meta := &data.FrameMeta{Type: data.FrameTypeTimeSeriesMulti, TypeVersion: data.FrameTypeVersion{0, 1}, ExecutedQueryString: executed}
-	for _, n := range notices {
-		meta.Notices = append(meta.Notices, data.Notice{Severity: data.NoticeSeverityWarning, Text: n})
-	}
-	out[0].Meta = meta
+	out[0].Meta = &data.FrameMeta{Type: data.FrameTypeTimeSeriesMulti, TypeVersion: data.FrameTypeVersion{0, 1}, ExecutedQueryString: executed, Notices: warnings(notices)}
 	for _, f := range out[1:] {
 		f.Meta = &data.FrameMeta{Type: data.FrameTypeTimeSeriesMulti, TypeVersion: data.FrameTypeVersion{0, 1}}
 	}
 	return out
 }
 
-func signalFrame(g series.Grid, s *series.Series, si SignalInfo) *data.Frame {
-	times := make([]time.Time, 0, len(s.Values))
-	values := make([]*float64, 0, len(s.Values))
-	for i, v := range s.Values {
-		times = append(times, g.Time(i))
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			values = append(values, nil)
-			continue
+// eachSeries calls fn with each series of the wanted signals, per key, in the order the signals
+// were asked for; a signal without a series of a key is skipped.
+func eachSeries(set *series.Set, wanted []series.Signal, info func(series.Signal) SignalInfo, fn func(*series.Series, SignalInfo)) {
+	for _, sig := range wanted {
+		si := info(sig)
+		for _, key := range set.Keys() {
+			if s := set.Get(key, sig); s != nil {
+				fn(s, si)
+			}
 		}
-		values = append(values, &v)
+	}
+}
+
+func signalFrame(g series.Grid, s *series.Series, si SignalInfo) *data.Frame {
+	times := make([]time.Time, len(s.Values))
+	values := make([]*float64, len(s.Values))
+	for i, v := range s.Values {
+		times[i], values[i] = g.Time(i), optFloat(v)
 	}
 	value := data.NewField("value", KeyLabels(s.Key), values)
 	value.Config = &data.FieldConfig{DisplayNameFromDS: displayName(si.Label, s.Key), Unit: si.Unit}

@@ -1,7 +1,6 @@
 package frames
 
 import (
-	"math"
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/data"
@@ -26,10 +25,10 @@ func Verdict(rows []verdict.Row, executed string, notices []string) data.Frames 
 		instance[i], model[i], opt[i], expected[i] = r.Key.Instance, r.Key.Model, string(r.Optimisation), r.Expected
 		baseline[i], current[i], change[i], outcome[i], reason[i] = r.Baseline, r.Current, r.Change, string(r.Outcome), r.Reason
 		b, c := r.BaselineStats, r.CurrentStats
-		bRate[i], cRate[i] = optionalNumber(b.RequestRate), optionalNumber(c.RequestRate)
-		bPrompt[i], cPrompt[i] = optionalNumber(b.PromptLength), optionalNumber(c.PromptLength)
-		bOutput[i], cOutput[i] = optionalNumber(b.OutputLength), optionalNumber(c.OutputLength)
-		bReq[i], cReq[i] = optionalNumber(b.Requests), optionalNumber(c.Requests)
+		bRate[i], cRate[i] = optFloat(b.RequestRate), optFloat(c.RequestRate)
+		bPrompt[i], cPrompt[i] = optFloat(b.PromptLength), optFloat(c.PromptLength)
+		bOutput[i], cOutput[i] = optFloat(b.OutputLength), optFloat(c.OutputLength)
+		bReq[i], cReq[i] = optFloat(b.Requests), optFloat(c.Requests)
 		bFrom[i], bTo[i] = optionalTime(b.Covered.From), optionalTime(b.Covered.To)
 		cFrom[i], cTo[i] = optionalTime(c.Covered.From), optionalTime(c.Covered.To)
 	}
@@ -60,19 +59,8 @@ func Verdict(rows []verdict.Row, executed string, notices []string) data.Frames 
 		data.NewField("current_from", nil, cFrom),
 		data.NewField("current_to", nil, cTo),
 	)
-	meta := &data.FrameMeta{Type: data.FrameTypeTable, ExecutedQueryString: executed}
-	for _, t := range notices {
-		meta.Notices = append(meta.Notices, data.Notice{Severity: data.NoticeSeverityWarning, Text: t})
-	}
-	frame.Meta = meta
+	frame.Meta = &data.FrameMeta{Type: data.FrameTypeTable, ExecutedQueryString: executed, Notices: warnings(notices)}
 	return data.Frames{frame}
-}
-
-func optionalNumber(v float64) *float64 {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return nil
-	}
-	return &v
 }
 
 func optionalTime(t time.Time) *time.Time {

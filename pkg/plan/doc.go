@@ -17,7 +17,8 @@
 // metrics answered (the instances that match the filters, their typical TTFT, where findings
 // fire). An explain query reads its trace first; NewExplain then plans, from the trace's
 // instance, model and time, the metrics around the request and the search of its peers, which
-// the plugin fetches at once. Their Executed joins the metrics' plan as fetched with the trace
+// the plugin fetches at once (ExplainShown and Shown: the signals and the window its
+// explanation graphs). Their Executed joins the metrics' plan as fetched with the trace
 // searches as sent.
 // Their metrics that cannot be planned (MetricsErr) do not fail the query: the traces are
 // still read, and a notice says what is missing, as when the metrics cannot be read.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/seed/vllm-datasource/pkg/correlate"
+	"github.com/seed/vllm-datasource/pkg/series"
 	"github.com/seed/vllm-datasource/pkg/traces"
 )
 
@@ -49,6 +50,16 @@ func NewExplain(s Settings, sc Scope, req traces.Request) Explain {
 // range the query came with (Grafana's trace links send the span's time ± an hour or more).
 func (p Explain) Shown() (from, to time.Time) {
 	return p.Request.Start.Add(-ExplainPad), p.Request.End.Add(ExplainPad)
+}
+
+// ExplainShown is the signals an explanation graphs over Shown: the TTFT p99 and the signals a
+// request is joined with.
+func ExplainShown() []series.Signal {
+	shown := []series.Signal{series.TTFTP99}
+	for _, js := range correlate.Joined {
+		shown = append(shown, js.Signal)
+	}
+	return shown
 }
 
 // Executed is the explain plan as fetched, for the frames' executedQueryString: the metrics'

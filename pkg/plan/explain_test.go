@@ -59,13 +59,3 @@ func TestNewExplain(t *testing.T) {
 		})
 	}
 }
-
-func TestExplainExecuted(t *testing.T) {
-	var p plan.Explain
-	if got := p.Executed("metrics", "peers"); got != "metrics\npeers" {
-		t.Errorf("executed %q: want the metrics' plan, then the peers' search", got)
-	}
-	if got := p.Executed("metrics", ""); got != "metrics" {
-		t.Errorf("executed %q without the peers' search: want the metrics alone", got)
-	}
-}

@@ -19,7 +19,7 @@ import (
 
 var (
 	t0       = time.Date(2026, 8, 8, 10, 0, 0, 0, time.UTC)
-	settings = plan.Settings{Metrics: signals.Config{Labels: signals.DefaultLabels, Scrape: 15 * time.Second, Matchers: mustMatchers(`job="vllm"`)}}
+	settings = plan.Settings{Metrics: signals.Config{Labels: signals.DefaultLabels, Scrape: 15 * time.Second, Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "job", "vllm")}}}
 	// v1 is a Prometheus holding vLLM V1's names for what these tests fetch.
 	v1 = vllm.Detect([]string{vllm.RequestsRunning, vllm.RequestsWaiting, vllm.KVCacheUsage, vllm.TimeToFirstToken + "_bucket", vllm.Preemptions})
 )
@@ -272,10 +272,21 @@ func TestPlansRejectBadQueriesBeforeAnyIO(t *testing.T) {
 	}
 }
 
-func mustMatchers(selector string) []*labels.Matcher {
-	ms, err := signals.ParseMatchers(selector)
-	if err != nil {
-		panic(err)
+// The executedQueryString of the two-phase plans: the metrics' plan, then the trace searches,
+// either left out when it is empty.
+func TestTwoPhaseExecuted(t *testing.T) {
+	var e plan.Explain
+	var r plan.Requests
+	for _, c := range []struct {
+		name, got, want string
+	}{
+		{"explain: the metrics, then the peers' search", e.Executed("metrics", "peers"), "metrics\npeers"},
+		{"explain without the peers' search", e.Executed("metrics", ""), "metrics"},
+		{"requests: the metrics, then the searches", r.Executed("metrics", "searches"), "metrics\nsearches"},
+		{"requests without metrics", r.Executed("", "searches"), "searches"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: executed %q, want %q", c.name, c.got, c.want)
+		}
 	}
-	return ms
 }

@@ -206,13 +206,3 @@ func TestRequestsSearchesWithoutMetrics(t *testing.T) {
 		})
 	}
 }
-
-func TestRequestsExecuted(t *testing.T) {
-	var r plan.Requests
-	if got := r.Executed("metrics", "searches"); got != "metrics\nsearches" {
-		t.Errorf("executed %q: want the metrics' plan, then the searches", got)
-	}
-	if got := r.Executed("", "searches"); got != "searches" {
-		t.Errorf("executed %q without metrics: want the searches alone", got)
-	}
-}

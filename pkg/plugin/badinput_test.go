@@ -23,6 +23,8 @@ type wantFailure struct {
 	status backend.Status
 	source backend.ErrorSource
 	says   []string
+	// never are words the message must not hold (a stack trace belongs in the log only).
+	never []string
 }
 
 func checkFailure(t *testing.T, r backend.DataResponse, want wantFailure) {
@@ -39,6 +41,11 @@ func checkFailure(t *testing.T, r backend.DataResponse, want wantFailure) {
 	for _, s := range want.says {
 		if !strings.Contains(r.Error.Error(), s) {
 			t.Errorf("error %q does not say %q", r.Error, s)
+		}
+	}
+	for _, s := range want.never {
+		if strings.Contains(r.Error.Error(), s) {
+			t.Errorf("error %q says %q", r.Error, s)
 		}
 	}
 }
@@ -99,7 +106,7 @@ func panickingHandler(t *testing.T, e *env) {
 	}
 	t.Cleanup(func() { delete(handlers, qt) })
 	failsAlone(t, e, pluginContext(e.v1.URL, nil), e.dataQuery("BAD", map[string]any{"queryType": qt}),
-		wantFailure{status: backend.StatusInternal, source: backend.ErrorSourcePlugin, says: []string{"internal error", "deliberate test panic"}})
+		wantFailure{status: backend.StatusInternal, source: backend.ErrorSourcePlugin, says: []string{"internal error", "query BAD", "deliberate test panic"}, never: []string{"goroutine", "runtime/debug"}})
 }
 
 func invalidLabelMatchers(t *testing.T, e *env) {

@@ -1,8 +1,10 @@
 // Package plugin is the Grafana adapter of vLLM Diagnosis, and only that: it reads the data
 // source's settings, routes each query by its queryType to one handler, answers health checks
 // and serves the resource routes that editors and template variables call. A handler plans its
-// query (pkg/plan), has the plan fetched (signals.Client.FetchAll), evaluates the answer and
-// builds the frames.
+// query (pkg/plan), has the plan fetched (signals.Client.FetchAll for the metrics,
+// traces.SearchAll for the trace searches), calls the pure evaluation and returns the frames
+// pkg/frames builds complete. Every failed query, a recovered panic included, is answered by
+// one mapper (errorResponse).
 package plugin
 
 import (
@@ -167,7 +169,8 @@ func (d *Datasource) QueryData(ctx context.Context, req *backend.QueryDataReques
 		defer func() {
 			if r := recover(); r != nil {
 				log.DefaultLogger.FromContext(ctx).Error("query panicked", "refId", cq.DataQuery.RefID, "panic", r, "stack", string(debug.Stack()))
-				res = backend.ErrDataResponseWithSource(backend.StatusInternal, backend.ErrorSourcePlugin, fmt.Sprintf("internal error in the vLLM Diagnosis plugin while answering this query: %v", r))
+				// The stack goes to the log only: the response is shown to every viewer.
+				res = errorResponse(fmt.Errorf("%w while answering query %s (the plugin's log has the details): %v", errInternal, cq.DataQuery.RefID, r))
 			}
 		}()
 		return d.query(ctx, cq.DataQuery)

@@ -9,11 +9,16 @@ import (
 	"github.com/seed/vllm-datasource/pkg/traces"
 )
 
+// errInternal marks the plugin's own faults (a recovered panic, a broken invariant), as
+// opposed to a query it cannot run as written.
+var errInternal = errors.New("internal error in the vLLM Diagnosis plugin")
+
 // errorResponse is the one answer to a failed query. The client edges (signals for
 // Prometheus, traces for Tempo and Jaeger) mark the backends' failures with the SDK's
 // downstream error source; every other error is the plugin's, the SDK's default. The status
-// says which: a timeout or a bad gateway downstream; not found for a trace the backend does not
-// have, else a bad request, on the plugin's side. The message is the error's own.
+// says which: a timeout or a bad gateway downstream; on the plugin's side, internal for its
+// own faults (errInternal), not found for a trace the backend does not have, else a bad
+// request. The message is the error's own.
 func errorResponse(err error) backend.DataResponse {
 	if backend.IsDownstreamError(err) {
 		status := backend.StatusBadGateway
@@ -23,7 +28,10 @@ func errorResponse(err error) backend.DataResponse {
 		return backend.ErrDataResponseWithSource(status, backend.ErrorSourceDownstream, err.Error())
 	}
 	status := backend.StatusBadRequest
-	if errors.Is(err, traces.ErrNotFound) {
+	switch {
+	case errors.Is(err, errInternal):
+		status = backend.StatusInternal
+	case errors.Is(err, traces.ErrNotFound):
 		status = backend.StatusNotFound
 	}
 	return backend.ErrDataResponseWithSource(status, backend.ErrorSourcePlugin, err.Error())

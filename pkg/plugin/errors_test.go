@@ -25,6 +25,7 @@ func TestErrorResponse(t *testing.T) {
 		{"plugin error", backend.PluginError(errors.New("bad regex")), backend.StatusBadRequest, backend.ErrorSourcePlugin},
 		{"error without a source is the plugin's", errors.New("no trace backend"), backend.StatusBadRequest, backend.ErrorSourcePlugin},
 		{"trace not found", fmt.Errorf("%w: no trace 1", traces.ErrNotFound), backend.StatusNotFound, backend.ErrorSourcePlugin},
+		{"the plugin's own fault", fmt.Errorf("%w while answering query A: boom", errInternal), backend.StatusInternal, backend.ErrorSourcePlugin},
 		{"invalid trace id", fmt.Errorf("%w \"x\"", traces.ErrInvalidTraceID), backend.StatusBadRequest, backend.ErrorSourcePlugin},
 	}
 	for _, tc := range cases {

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/grafana/grafana-plugin-sdk-go/data"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -120,26 +119,4 @@ func (c *evalCache) put(key evalKey, d *Diagnosis) {
 			delete(c.entries, key)
 		}
 	})
-}
-
-// markShared says in a response's first frame that its evaluation was shared with other
-// queries, and when it was made.
-func markShared(frames data.Frames, at time.Time) {
-	if len(frames) == 0 {
-		return
-	}
-	f := frames[0]
-	if f.Meta == nil {
-		f.Meta = &data.FrameMeta{}
-	}
-	custom, _ := f.Meta.Custom.(map[string]any)
-	if custom == nil {
-		if f.Meta.Custom != nil {
-			return
-		}
-		custom = map[string]any{}
-	}
-	custom["sharedEvaluation"] = true
-	custom["evaluatedAt"] = at.UTC().Format(time.RFC3339Nano)
-	f.Meta.Custom = custom
 }

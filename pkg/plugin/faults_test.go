@@ -346,6 +346,8 @@ func faultCases() []faultCase {
 			want: gatewayFailure("Prometheus failed", "connection reset")},
 		{name: "Prometheus down: diagnosis", prom: nothingListens, query: diagnosisQuery(FormatFindings), neighbour: "requests",
 			want: gatewayFailure("Prometheus", "connection refused")},
+		{name: "Prometheus down: explain answers without its metrics", prom: nothingListens, query: explainQuery(spanTraceID(0)), neighbour: "requests",
+			notice: "The metrics could not be read, so the request is explained without its metric state and findings: Prometheus"},
 		{name: "Prometheus slower than the timeout on every path", prom: whole(stalled(status(200, `{}`))), query: kv, neighbour: "requests",
 			want: timeoutFailure("Prometheus did not answer in time")},
 		{name: "Prometheus not JSON on every path", prom: whole(status(200, html)), query: kv, neighbour: "requests",

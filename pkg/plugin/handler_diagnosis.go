@@ -65,23 +65,8 @@ func handleDiagnosis(ctx context.Context, d *Datasource, q backend.DataQuery, qu
 		}
 		out = data.Frames{frames.Findings(res)}
 	}
-	for _, f := range out {
-		if f.Meta == nil {
-			f.Meta = &data.FrameMeta{}
-		}
-		f.Meta.ExecutedQueryString = diag.Executed
-	}
-	if diag.Shared {
-		markShared(out, diag.EvaluatedAt)
-	}
-	if len(out) > 0 && len(diag.Set.Keys()) == 0 {
-		if out[0].Meta == nil {
-			out[0].Meta = &data.FrameMeta{}
-		}
-		out[0].Meta.Notices = append(out[0].Meta.Notices, data.Notice{Severity: data.NoticeSeverityWarning,
-			Text: "No vLLM series in this range for the selected instances and models: nothing to diagnose."})
-	}
-	return backend.DataResponse{Frames: out}
+	return backend.DataResponse{Frames: frames.Evaluated(out, frames.Evaluation{
+		Executed: diag.Executed, Set: diag.Set, Shared: diag.Shared, EvaluatedAt: diag.EvaluatedAt})}
 }
 
 // findingFilter is the findings format's selection: headline findings only, and the given

@@ -14,7 +14,6 @@ import (
 	"github.com/seed/vllm-datasource/pkg/correlate"
 	"github.com/seed/vllm-datasource/pkg/frames"
 	"github.com/seed/vllm-datasource/pkg/plan"
-	"github.com/seed/vllm-datasource/pkg/series"
 	"github.com/seed/vllm-datasource/pkg/traces"
 )
 
@@ -30,12 +29,7 @@ func handleExplain(ctx context.Context, d *Datasource, q backend.DataQuery, quer
 		return badQuery(errNoTraces)
 	}
 	if strings.TrimSpace(query.TraceID) == "" {
-		// The drill-down opened on its own (not from a request link) has no trace id yet: an
-		// instruction, not an error badge on its panels.
-		f := data.NewFrame("explanation")
-		f.Meta = &data.FrameMeta{Notices: []data.Notice{{Severity: data.NoticeSeverityInfo,
-			Text: "No request selected: click a trace id in a requests table (or set the Trace ID variable) to explain that request. An explain query reads explain <traceId>."}}}
-		return backend.DataResponse{Frames: data.Frames{f}}
+		return backend.DataResponse{Frames: frames.NoRequest()}
 	}
 	req, err := d.traces.Get(ctx, query.TraceID)
 	if errors.Is(err, traces.ErrNotFound) {
@@ -74,7 +68,7 @@ func handleExplain(ctx context.Context, d *Datasource, q backend.DataQuery, quer
 		notices = append(notices, "The other requests of this instance could not be read, so this one is not compared with its window (no anomaly reasons): "+skipped.Error())
 	}
 	if merr != nil {
-		notices = append(notices, "The metrics could not be read, so the request is explained without its metric state and findings: "+err.Error())
+		notices = append(notices, "The metrics could not be read, so the request is explained without its metric state and findings: "+merr.Error())
 	} else {
 		in.Set, in.Findings = diag.Set, diag.Result.Findings
 	}
@@ -86,19 +80,13 @@ func handleExplain(ctx context.Context, d *Datasource, q backend.DataQuery, quer
 		// The drill-down draws the request's interval on its graphs from this frame alone.
 		return backend.DataResponse{Frames: data.Frames{frames.RequestInterval(e)}}
 	}
-	out := frames.Explanation(e, signalInfo, notices)
+	var shown *frames.Around
 	if diag != nil {
-		// One graph of the window around the request (plan.Explain.Shown).
-		shown := []series.Signal{series.TTFTP99}
-		for _, js := range correlate.Joined {
-			shown = append(shown, js.Signal)
-		}
 		from, to := p.Shown()
-		sig := frames.ExplanationSignals(diag.Set, shown, signalInfo, from, to, p.Executed(diag.Executed, peersRan.Query))
-		// After the stages, before the request's interval that is drawn on it.
-		out = slices.Insert(out, len(out)-1, sig)
+		shown = &frames.Around{Set: diag.Set, Signals: plan.ExplainShown(), From: from, To: to,
+			Executed: p.Executed(diag.Executed, peersRan.Query)}
 	}
-	return backend.DataResponse{Frames: out}
+	return backend.DataResponse{Frames: frames.Explanation(e, signalInfo, notices, shown)}
 }
 
 // peers returns the request with the others of its instance around it (the plan's Peers

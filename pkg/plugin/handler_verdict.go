@@ -25,7 +25,7 @@ func handleVerdict(ctx context.Context, d *Datasource, q backend.DataQuery, quer
 	results := [2]*signals.Result{fetched[0], fetched[1]}
 	for i, res := range results {
 		if res.Window != p.Metrics[i].Step {
-			return errorResponse(fmt.Errorf("internal error: the rate window %s differs from the step %s, so the windows would not tile", res.Window, p.Metrics[i].Step))
+			return errorResponse(fmt.Errorf("%w: the rate window %s differs from the step %s, so the windows would not tile", errInternal, res.Window, p.Metrics[i].Step))
 		}
 	}
 	rows := verdict.Evaluate(verdict.Input{
@@ -33,33 +33,5 @@ func handleVerdict(ctx context.Context, d *Datasource, q backend.DataQuery, quer
 		BaselineWindow: p.Baseline, CurrentWindow: p.Current,
 		Declared: p.Declared, Params: verdict.DefaultParams(),
 	})
-	return backend.DataResponse{Frames: frames.Verdict(rows, p.Executed(results[0].Plan, results[1].Plan), verdictNotices(results))}
-}
-
-// verdictNotices names the window of each notice, once for a notice both windows share.
-func verdictNotices(results [2]*signals.Result) []string {
-	in := map[string][2]bool{}
-	var order []string
-	for i, r := range results {
-		for _, n := range r.Notices {
-			seen, ok := in[n]
-			if !ok {
-				order = append(order, n)
-			}
-			seen[i] = true
-			in[n] = seen
-		}
-	}
-	out := make([]string, 0, len(order))
-	for _, n := range order {
-		switch in[n] {
-		case [2]bool{true, true}:
-			out = append(out, "both windows: "+n)
-		case [2]bool{true, false}:
-			out = append(out, "baseline window: "+n)
-		default:
-			out = append(out, "current window: "+n)
-		}
-	}
-	return out
+	return backend.DataResponse{Frames: frames.Verdict(rows, p.Executed(results[0].Plan, results[1].Plan), verdict.Notices(results[0].Notices, results[1].Notices))}
 }

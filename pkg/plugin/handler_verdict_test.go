@@ -13,7 +13,6 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/experimental/datasourcetest"
 
-	"github.com/seed/vllm-datasource/pkg/signals"
 	"github.com/seed/vllm-datasource/pkg/sim"
 	"github.com/seed/vllm-datasource/pkg/testbed"
 	"github.com/seed/vllm-datasource/pkg/verdict"
@@ -330,16 +329,5 @@ func TestVerdictBadInputIsAPluginErrorPerQuery(t *testing.T) {
 				t.Errorf("error %q does not say %q", r.Error, c.says)
 			}
 		})
-	}
-}
-
-func TestVerdictNoticesNameTheirWindowOnce(t *testing.T) {
-	got := verdictNotices([2]*signals.Result{
-		{Notices: []string{"spec_acceptance_rate: not applicable", "ttft_p99: no data"}},
-		{Notices: []string{"spec_acceptance_rate: not applicable", "kv_usage: no data"}},
-	})
-	want := []string{"both windows: spec_acceptance_rate: not applicable", "baseline window: ttft_p99: no data", "current window: kv_usage: no data"}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("notices\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

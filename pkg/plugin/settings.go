@@ -60,9 +60,12 @@ var settingsDefaults = jsonData{
 	SpanModelAttribute:    vllm.DefaultModelAttr,
 }
 
+//go:generate go run ../cmd/settings-defaults -o testdata/settings_defaults.json
+
 // SettingsDefaultsJSON is the jsonData defaults as one JSON object by their jsonData names, the
-// settings without a default left out; testdata/settings_defaults.json holds it for the front
-// end's test of its SETTINGS_DEFAULTS.
+// settings without a default left out, as the file testdata/settings_defaults.json holds it
+// for the front end's test of its SETTINGS_DEFAULTS (go generate writes the file;
+// TestSettingsDefaultsFile fails while it is stale).
 func SettingsDefaultsJSON() ([]byte, error) {
 	raw, err := json.Marshal(settingsDefaults)
 	if err != nil {
@@ -78,7 +81,8 @@ func SettingsDefaultsJSON() ([]byte, error) {
 			set[k] = v
 		}
 	}
-	return json.MarshalIndent(set, "", "  ")
+	out, err := json.MarshalIndent(set, "", "  ")
+	return append(out, '\n'), err
 }
 
 // Settings are a data source's validated settings.

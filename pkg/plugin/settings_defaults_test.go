@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"testing"
 	"time"
@@ -10,29 +9,21 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 )
 
-var updateDefaults = flag.Bool("update-defaults", false, "rewrite testdata/settings_defaults.json from the Go defaults")
-
 // TestSettingsDefaultsFile: testdata/settings_defaults.json, which the front end's test of its
-// SETTINGS_DEFAULTS reads, is what the Go side fills in (go test -run TestSettingsDefaultsFile
-// -update-defaults rewrites it after a change of a default).
+// SETTINGS_DEFAULTS reads, is what the Go side fills in. It only reads the file: go generate
+// (pkg/cmd/settings-defaults) writes it.
 func TestSettingsDefaultsFile(t *testing.T) {
 	const path = "testdata/settings_defaults.json"
 	want, err := SettingsDefaultsJSON()
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = append(want, '\n')
-	if *updateDefaults {
-		if err := os.WriteFile(path, want, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	got, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("%s is\n%s\nbut the Go defaults are\n%s\nrun go test ./pkg/plugin -run TestSettingsDefaultsFile -update-defaults", path, got, want)
+		t.Errorf("%s is stale: it is\n%s\nbut the Go defaults are\n%s\nregenerate it with go generate ./pkg/plugin (or go run ./pkg/cmd/settings-defaults from the repository's root) and commit it", path, got, want)
 	}
 }
 

@@ -4,13 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	promapi "github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
@@ -19,7 +16,6 @@ import (
 
 	"github.com/seed/vllm-datasource/pkg/series"
 	"github.com/seed/vllm-datasource/pkg/signals"
-	"github.com/seed/vllm-datasource/pkg/testbed"
 	"github.com/seed/vllm-datasource/pkg/vllm"
 )
 
@@ -69,12 +65,8 @@ func TestQuantilesReadEachInstancesOwnBuckets(t *testing.T) {
 	for _, s := range servers {
 		text += s.openMetrics(start, scrapes)
 	}
-	file := filepath.Join(t.TempDir(), "layouts.om")
-	require.NoError(t, os.WriteFile(file, []byte(text+"# EOF\n"), 0o644))
-	prom := testbed.Prometheus(t, file)
-	api, err := promapi.NewClient(promapi.Config{Address: prom.URL})
-	require.NoError(t, err)
-	client := signals.NewClient(v1.NewAPI(api), signals.DefaultLabels, scrapeEvery, []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "job", "layouts")})
+	api := backfilledText(t, text+"# EOF\n")
+	client := signals.NewClient(api, signals.DefaultLabels, scrapeEvery, []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "job", "layouts")})
 
 	end := start.Add(scrapes * scrapeEvery)
 	res, err := client.Fetch(context.Background(), signals.Request{Signals: []series.Signal{series.TTFTP50, series.TTFTP99, series.TTFTRatio},
@@ -96,7 +88,7 @@ func TestQuantilesReadEachInstancesOwnBuckets(t *testing.T) {
 			got := res.Set.Get(key, c.sig)
 			require.NotNil(t, got, "%s %s", s.instance, c.sig)
 			expr := fmt.Sprintf(`histogram_quantile(%g, sum by (le) (rate(%s_bucket{instance=%q}[1m])))`, c.q, vllm.TimeToFirstToken, s.instance)
-			v, _, _, err := v1.NewAPI(api).QueryRange(context.Background(), expr, v1.Range{Start: start, End: end, Step: scrapeEvery})
+			v, _, _, err := api.QueryRange(context.Background(), expr, v1.Range{Start: start, End: end, Step: scrapeEvery})
 			require.NoError(t, err)
 			want := v.(model.Matrix)
 			require.Len(t, want, 1)

@@ -3,20 +3,15 @@ package signals_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	promapi "github.com/prometheus/client_golang/api"
-	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed/vllm-datasource/pkg/series"
 	"github.com/seed/vllm-datasource/pkg/signals"
-	"github.com/seed/vllm-datasource/pkg/testbed"
 )
 
 // A restart with new flags leaves both configurations' series in the range; the newest wins.
@@ -37,11 +32,7 @@ func TestCacheConfigIsTheNewestAfterARestartWithOtherFlags(t *testing.T) {
 		fmt.Fprintf(&b, "vllm:num_requests_running{instance=\"a:8000\",job=\"vllm\",engine=\"0\",model_name=\"m\"} 3 %d\n", ts.Unix())
 	}
 	b.WriteString("# EOF\n")
-	file := filepath.Join(t.TempDir(), "config.om")
-	require.NoError(t, os.WriteFile(file, []byte(b.String()), 0o644))
-	api, err := promapi.NewClient(promapi.Config{Address: testbed.Prometheus(t, file).URL})
-	require.NoError(t, err)
-	prom := signals.NewClient(v1.NewAPI(api), signals.DefaultLabels, 15*time.Second, nil)
+	prom := signals.NewClient(backfilledText(t, b.String()), signals.DefaultLabels, 15*time.Second, nil)
 
 	res, err := prom.Fetch(context.Background(), signals.Request{Signals: []series.Signal{series.Running}, Start: start, End: end, Step: 15 * time.Second, CacheConfig: true})
 	require.NoError(t, err)

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	promapi "github.com/prometheus/client_golang/api"
-	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -21,7 +19,6 @@ import (
 
 	"github.com/seed/vllm-datasource/pkg/series"
 	"github.com/seed/vllm-datasource/pkg/signals"
-	"github.com/seed/vllm-datasource/pkg/testbed"
 	"github.com/seed/vllm-datasource/pkg/vllm"
 )
 
@@ -134,15 +131,13 @@ func TestRealCapturesAreRecognisedWithTheirSignals(t *testing.T) {
 	for _, c := range captures {
 		files = append(files, toOpenMetrics(t, c.file, times))
 	}
-	prom := testbed.Prometheus(t, files...)
-	api, err := promapi.NewClient(promapi.Config{Address: prom.URL})
-	require.NoError(t, err)
+	api := backfilled(t, files...)
 
 	for _, c := range captures {
 		t.Run(c.file, func(t *testing.T) {
 			matchers, err := signals.ParseMatchers(fmt.Sprintf(`{job=%q}`, job(c.file)))
 			require.NoError(t, err)
-			client := signals.NewClient(v1.NewAPI(api), signals.DefaultLabels, 15*time.Second, matchers)
+			client := signals.NewClient(api, signals.DefaultLabels, 15*time.Second, matchers)
 			ctx := context.Background()
 
 			det, err := client.Detect(ctx)

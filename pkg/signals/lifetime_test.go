@@ -4,20 +4,15 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	promapi "github.com/prometheus/client_golang/api"
-	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed/vllm-datasource/pkg/series"
 	"github.com/seed/vllm-datasource/pkg/signals"
-	"github.com/seed/vllm-datasource/pkg/testbed"
 	"github.com/seed/vllm-datasource/pkg/vllm"
 )
 
@@ -77,17 +72,13 @@ func TestV0PrefixCacheHitRateIsTheWindowsNotTheLifetimes(t *testing.T) {
 		text.WriteString(s.openMetrics(start, minutes))
 	}
 	text.WriteString("# EOF\n")
-	file := filepath.Join(t.TempDir(), "v0.om")
-	require.NoError(t, os.WriteFile(file, []byte(text.String()), 0o644))
-	prom := testbed.Prometheus(t, file)
-	api, err := promapi.NewClient(promapi.Config{Address: prom.URL})
-	require.NoError(t, err)
+	api := backfilledText(t, text.String())
 
 	fetch := func(t *testing.T, job string) (*series.Series, series.Grid) {
 		t.Helper()
 		matchers, err := signals.ParseMatchers(fmt.Sprintf(`{job=%q}`, job))
 		require.NoError(t, err)
-		client := signals.NewClient(v1.NewAPI(api), signals.DefaultLabels, scrapeEvery, matchers)
+		client := signals.NewClient(api, signals.DefaultLabels, scrapeEvery, matchers)
 		res, err := client.Fetch(context.Background(), signals.Request{Signals: []series.Signal{series.PrefixCacheHitRate},
 			Start: start, End: start.Add(minutes * time.Minute), Step: scrapeEvery})
 		require.NoError(t, err)
@@ -151,12 +142,8 @@ func TestV0AcceptanceGaugeIsTheFallbackOfTheAcceptanceRate(t *testing.T) {
 		fmt.Fprintf(&text, "vllm:spec_decode_num_accepted_tokens_total{%s} %d %d\n", both, 30*i, start.Add(time.Duration(i)*scrapeEvery).Unix())
 	}
 	text.WriteString("# EOF\n")
-	file := filepath.Join(t.TempDir(), "spec.om")
-	require.NoError(t, os.WriteFile(file, []byte(text.String()), 0o644))
-	prom := testbed.Prometheus(t, file)
-	api, err := promapi.NewClient(promapi.Config{Address: prom.URL})
-	require.NoError(t, err)
-	client := signals.NewClient(v1.NewAPI(api), signals.DefaultLabels, scrapeEvery, []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "job", "spec")})
+	api := backfilledText(t, text.String())
+	client := signals.NewClient(api, signals.DefaultLabels, scrapeEvery, []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "job", "spec")})
 	res, err := client.Fetch(context.Background(), signals.Request{Signals: []series.Signal{series.SpecAcceptanceRate},
 		Start: start.Add(2 * time.Minute), End: start.Add(minutes * time.Minute), Step: scrapeEvery})
 	require.NoError(t, err)

@@ -39,7 +39,7 @@ func TestPlanWritesTheQueriesOfARequest(t *testing.T) {
 	}
 	v1Names := vllm.Detect([]string{vllm.RequestsRunning, vllm.KVCacheUsage, vllm.TimeToFirstToken + "_bucket", vllm.GenerationTokens})
 	v0Names := vllm.Detect([]string{vllm.RequestsRunning, vllm.GPUCacheUsage, vllm.TimeToFirstToken + "_bucket"})
-	cfg := signals.Config{Labels: signals.DefaultLabels, Scrape: 15 * time.Second, Matchers: mustMatchers(`job="vllm"`)}
+	cfg := signals.Config{Labels: signals.DefaultLabels, Scrape: 15 * time.Second, Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "job", "vllm")}}
 	cases := []struct {
 		name     string
 		det      vllm.Detection
@@ -177,12 +177,4 @@ func TestPlanRejectsWhatCannotBeFetched(t *testing.T) {
 			}
 		})
 	}
-}
-
-func mustMatchers(selector string) []*labels.Matcher {
-	ms, err := signals.ParseMatchers(selector)
-	if err != nil {
-		panic(err)
-	}
-	return ms
 }

@@ -1,7 +1,9 @@
 // Package verdict answers "did each optimisation really do what it should?" (DESIGN §6): it
 // compares a baseline window with the current one, per vLLM instance and model, for chunked
 // prefill, prefix caching, speculative decoding, an FP8 KV cache and the concurrency limit.
-// It is pure: it reads series.Sets that the signals package fetched and does no I/O.
+// It is pure: it reads series.Sets that the signals package fetched and does no I/O. It owns
+// the verdict's texts: the rows' reasons and the notices of the two fetches, each naming the
+// window it concerns (Notices).
 //
 // # Windows
 //
