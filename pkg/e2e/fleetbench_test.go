@@ -5,10 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
-	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,20 +53,20 @@ func fleetFor(b *testing.B, n int) *benchFleet {
 	}
 	start := time.Now().Add(-benchSpan - 5*time.Minute).Truncate(time.Minute)
 	began := time.Now()
-	res, err := sim.Run(sc, start, benchSpan, scrape, sim.WithoutSpans())
-	if err != nil {
-		b.Fatal(err)
-	}
 	dir, err := os.MkdirTemp("", "fleetbench")
 	if err != nil {
 		b.Fatal(err)
 	}
 	file := filepath.Join(dir, "fleet.om")
-	if err := res.WriteFile(file); err != nil {
+	// In parts of 50 instances, so that N = 500 holds one part in memory, not 17 GB.
+	err = sim.WriteFileAtomic(file, func(w io.Writer) error {
+		_, err := sim.WriteOpenMetricsInParts(w, sc, start, benchSpan, scrape, 50)
+		return err
+	})
+	if err != nil {
 		b.Fatal(err)
 	}
 	simulated := time.Since(began)
-	res = nil
 	f := &benchFleet{n: n, queryLog: filepath.Join(dir, "queries.log"), start: start}
 	began = time.Now()
 	f.prom = testbed.PrometheusLogging(b, f.queryLog, file)
@@ -136,28 +135,41 @@ func floor(b *testing.B, api v1.API, qs []loggedQuery) time.Duration {
 	return time.Since(began)
 }
 
-// rssMB reads this process's resident set (VmRSS) or its peak (VmHWM) in MB.
-func rssMB(field string) float64 {
-	raw, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return -1
+// pluginPackage is the plugin's main package, built and run as Grafana runs it.
+const pluginPackage = "github.com/seed/vllm-datasource/pkg"
+
+// idleFor is how long the benchmark watches the plugin's resident set after the last refresh
+// (VLLM_DIAG_FLEET_IDLE, default 5m; 0 skips it): the evaluations expire within one scrape
+// interval, but the Go runtime collects only every two minutes when nothing allocates, the gRPC
+// buffer pool lets go of its buffers at the collection after that, and the scavenger then
+// returns the pages to the system.
+func idleFor(b *testing.B) time.Duration {
+	raw := os.Getenv("VLLM_DIAG_FLEET_IDLE")
+	if raw == "" {
+		return 5 * time.Minute
 	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if rest, ok := strings.CutPrefix(line, field+":"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			return kb / 1024
-		}
+	d, err := time.ParseDuration(raw)
+	if err != nil || d < 0 {
+		b.Fatalf("VLLM_DIAG_FLEET_IDLE: %q is not a duration", raw)
 	}
-	return -1
+	return d
+}
+
+// fleetMemory is what one fleet's plugin process holds, in MB, read from its /proc status.
+type fleetMemory struct {
+	start, idle, idleAnon, idleFile, peak float64
+	refresh50                             time.Duration
 }
 
 // BenchmarkFleetDiagnosis measures one diagnosis of a simulated fleet (two hours, with the hour
-// before for baselines) through the plugin's gRPC against its floor: the PromQL it issued, read
-// back from Prometheus's query log and sent at once by a plain client. It reports the ratio, the
-// number of PromQL queries, and 50 concurrent dashboard refreshes (four diagnosis panels each):
-// their wall time and this process's peak RSS (the plugin runs in the test process; its RSS
-// includes the test harness), and the idle RSS once the evaluations expired, split into heap,
-// anonymous memory and the binary's mapped pages. VLLM_DIAG_FLEET_N lists the fleet sizes (default 10).
+// before for baselines) through the built plugin binary, spoken to over gRPC as Grafana does,
+// against its floor: the PromQL it issued, read back from Prometheus's query log and sent at
+// once by a plain client. It reports the ratio (the sum over the iterations; each iteration's
+// is printed), the number of PromQL queries, and, once per fleet, 50 concurrent dashboard
+// refreshes (four diagnosis panels each): their wall time and the plugin process's peak RSS,
+// its RSS before the first query and once idle (idleFor after the last refresh), split into
+// anonymous memory and the executable's mapped pages. VLLM_DIAG_FLEET_N lists the fleet sizes
+// (default 10).
 func BenchmarkFleetDiagnosis(b *testing.B) {
 	sizes := os.Getenv("VLLM_DIAG_FLEET_N")
 	if sizes == "" {
@@ -168,14 +180,16 @@ func BenchmarkFleetDiagnosis(b *testing.B) {
 		if err != nil || n < 1 {
 			b.Fatalf("VLLM_DIAG_FLEET_N: %q is not a fleet size", s)
 		}
-		// The fleet lives as long as this benchmark: a sub-benchmark's cleanups run after each of
-		// its calibration rounds.
+		// The fleet and its plugin process live as long as this benchmark: a sub-benchmark's
+		// cleanups run after each of its calibration rounds.
 		f := fleetFor(b, n)
-		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) { benchFleetDiagnosis(b, f) })
+		proc := testbed.PluginBinary(b, pluginPackage)
+		var mem *fleetMemory
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) { benchFleetDiagnosis(b, f, proc, &mem) })
 	}
 }
 
-func benchFleetDiagnosis(b *testing.B, f *benchFleet) {
+func benchFleetDiagnosis(b *testing.B, f *benchFleet, proc *testbed.PluginProcess, mem **fleetMemory) {
 	client, err := promapi.NewClient(promapi.Config{Address: f.prom.URL})
 	if err != nil {
 		b.Fatal(err)
@@ -186,12 +200,13 @@ func benchFleetDiagnosis(b *testing.B, f *benchFleet) {
 	diagnosisQuery := func(ref, format string) backend.DataQuery {
 		return query(ref, map[string]any{"queryType": "diagnosis", "format": format}, from, to, scrape)
 	}
-	askAll := func(tp interface {
-		QueryData(context.Context, *backend.QueryDataRequest) (*backend.QueryDataResponse, error)
-	}, pc backend.PluginContext, qs ...backend.DataQuery) {
+	pc := backend.PluginContext{DataSourceInstanceSettings: &backend.DataSourceInstanceSettings{
+		UID: fmt.Sprintf("fleet-%d", f.n), Name: "vLLM", URL: f.prom.URL, JSONData: []byte("{}"), Updated: time.Now(),
+	}}
+	askAll := func(qs ...backend.DataQuery) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		resp, err := tp.QueryData(ctx, &backend.QueryDataRequest{PluginContext: pc, Queries: qs})
+		resp, err := proc.QueryData(ctx, &backend.QueryDataRequest{PluginContext: pc, Queries: qs})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -201,65 +216,75 @@ func benchFleetDiagnosis(b *testing.B, f *benchFleet) {
 			}
 		}
 	}
+	startRSS := testbed.MemoryMB(proc.PID, "VmRSS")[0]
 	// One warm-up, so that generation detection is not measured.
-	tp, pc := pluginFor(b, f.prom.URL, map[string]any{})
-	pc.DataSourceInstanceSettings.UID = fmt.Sprintf("fleet-%d", f.n)
-	askAll(tp.Client, pc, diagnosisQuery("A", "findings"))
+	askAll(diagnosisQuery("A", "findings"))
 	_, off := queriesSince(b, f.queryLog, 0)
 
 	var plugin, flr time.Duration
 	var queries int
+	ratios := make([]string, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		// A new data source each time: nothing cached but the generation, which a running
 		// instance also keeps.
 		pc.DataSourceInstanceSettings.Updated = time.Now()
 		began := time.Now()
-		askAll(tp.Client, pc, diagnosisQuery("A", "findings"))
-		plugin += time.Since(began)
+		askAll(diagnosisQuery("A", "findings"))
+		took := time.Since(began)
 		var qs []loggedQuery
 		qs, off = queriesSince(b, f.queryLog, off)
 		queries = len(qs)
-		flr += floor(b, api, qs)
+		floorTook := floor(b, api, qs)
 		_, off = queriesSince(b, f.queryLog, off)
+		plugin, flr = plugin+took, flr+floorTook
+		ratios = append(ratios, fmt.Sprintf("%.2f", took.Seconds()/floorTook.Seconds()))
 	}
 	b.StopTimer()
+	fmt.Printf("fleet N=%d: ratio of each of %d iterations: %s\n", f.n, b.N, strings.Join(ratios, " "))
 
-	// Idle is a plugin between refreshes: its evaluations expire within one scrape interval
-	// (the data source's default, the simulator's), and then nothing of the fleet is held.
-	time.Sleep(scrape + time.Second)
-	runtime.GC()
-	debug.FreeOSMemory()
-	idle := rssMB("VmRSS")
-	// What the resident set is: anonymous memory (heap, stacks, runtime) and the mapped test
-	// binary's pages (code the plugin, the harness and their libraries ran).
-	idleAnon, idleFile := rssMB("RssAnon"), rssMB("RssFile")
-	var mem runtime.MemStats
-	runtime.ReadMemStats(&mem)
-	idleHeap := float64(mem.HeapInuse) / (1 << 20)
-	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) // resets VmHWM to the current RSS
-	pc.DataSourceInstanceSettings.Updated = time.Now()
-	began := time.Now()
-	var wg sync.WaitGroup
-	for range 50 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			askAll(tp.Client, pc, diagnosisQuery("headline", "findings"), diagnosisQuery("findings", "findings"),
-				diagnosisQuery("timeline", "timeline"), diagnosisQuery("annotations", "findings"))
-		}()
+	if *mem == nil {
+		m := &fleetMemory{start: startRSS}
+		if err := testbed.ResetPeakMemory(proc.PID); err != nil {
+			b.Fatalf("resetting the plugin's peak RSS: %v", err)
+		}
+		pc.DataSourceInstanceSettings.Updated = time.Now()
+		began := time.Now()
+		var wg sync.WaitGroup
+		for range 50 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				askAll(diagnosisQuery("headline", "findings"), diagnosisQuery("findings", "findings"),
+					diagnosisQuery("timeline", "timeline"), diagnosisQuery("annotations", "findings"))
+			}()
+		}
+		wg.Wait()
+		m.refresh50 = time.Since(began)
+		m.peak = testbed.MemoryMB(proc.PID, "VmHWM")[0]
+		if idle := idleFor(b); idle > 0 {
+			var trace []string
+			for waited := time.Duration(0); waited < idle; waited += 30 * time.Second {
+				time.Sleep(min(30*time.Second, idle-waited))
+				trace = append(trace, fmt.Sprintf("%.0f", testbed.MemoryMB(proc.PID, "VmRSS")[0]))
+			}
+			fmt.Printf("fleet N=%d: RSS every 30 s after the refreshes, MB: %s\n", f.n, strings.Join(trace, " "))
+			rss := testbed.MemoryMB(proc.PID, "VmRSS", "RssAnon", "RssFile")
+			m.idle, m.idleAnon, m.idleFile = rss[0], rss[1], rss[2]
+		}
+		*mem = m
 	}
-	wg.Wait()
-	refresh50 := time.Since(began)
-
+	m := *mem
 	b.ReportMetric(float64(plugin.Milliseconds())/float64(b.N), "plugin-ms/op")
 	b.ReportMetric(float64(flr.Milliseconds())/float64(b.N), "floor-ms/op")
 	b.ReportMetric(plugin.Seconds()/flr.Seconds(), "ratio")
 	b.ReportMetric(float64(queries), "promql-queries")
-	b.ReportMetric(float64(refresh50.Milliseconds()), "refresh50-ms")
-	b.ReportMetric(idle, "idle-rss-MB")
-	b.ReportMetric(idleHeap, "idle-heap-MB")
-	b.ReportMetric(idleAnon, "idle-anon-MB")
-	b.ReportMetric(idleFile, "idle-file-MB")
-	b.ReportMetric(rssMB("VmHWM"), "peak-rss-MB")
+	b.ReportMetric(float64(m.refresh50.Milliseconds()), "refresh50-ms")
+	b.ReportMetric(m.start, "start-rss-MB")
+	if m.idle > 0 {
+		b.ReportMetric(m.idle, "idle-rss-MB")
+		b.ReportMetric(m.idleAnon, "idle-anon-MB")
+		b.ReportMetric(m.idleFile, "idle-file-MB")
+	}
+	b.ReportMetric(m.peak, "peak-rss-MB")
 }
