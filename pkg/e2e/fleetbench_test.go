@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -135,18 +137,60 @@ func floor(b *testing.B, api v1.API, qs []loggedQuery) time.Duration {
 	return time.Since(began)
 }
 
+// wireFloor sends the same queries all at once and only reads the answers: Prometheus's own
+// time and the transfer, without any client's decoding, the floor no client can beat.
+func wireFloor(b *testing.B, promURL string, qs []loggedQuery) time.Duration {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	seconds := func(t time.Time) string { return strconv.FormatFloat(float64(t.UnixNano())/1e9, 'f', -1, 64) }
+	began := time.Now()
+	g, gctx := errgroup.WithContext(ctx)
+	for _, q := range qs {
+		g.Go(func() error {
+			form, path := url.Values{"query": {q.Params.Query}}, "/api/v1/query"
+			if q.Params.Step == 0 {
+				form.Set("time", seconds(q.Params.End))
+			} else {
+				path = "/api/v1/query_range"
+				form.Set("start", seconds(q.Params.Start))
+				form.Set("end", seconds(q.Params.End))
+				form.Set("step", strconv.FormatFloat(q.Params.Step, 'f', -1, 64))
+			}
+			req, err := http.NewRequestWithContext(gctx, http.MethodPost, promURL+path, strings.NewReader(form.Encode()))
+			if err != nil {
+				return err
+			}
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+				return err
+			}
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("%s: HTTP %d", q.Params.Query, resp.StatusCode)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(began)
+}
+
 // pluginPackage is the plugin's main package, built and run as Grafana runs it.
 const pluginPackage = "github.com/seed/vllm-datasource/pkg"
 
 // idleFor is how long the benchmark watches the plugin's resident set after the last refresh
-// (VLLM_DIAG_FLEET_IDLE, default 5m; 0 skips it): the evaluations expire within one scrape
-// interval, but the Go runtime collects only every two minutes when nothing allocates, the gRPC
-// buffer pool lets go of its buffers at the collection after that, and the scavenger then
-// returns the pages to the system.
+// (VLLM_DIAG_FLEET_IDLE, default 2m; 0 skips it): the evaluations expire within one scrape
+// interval, and a minute after the last one the plugin gives their memory back to the system.
 func idleFor(b *testing.B) time.Duration {
 	raw := os.Getenv("VLLM_DIAG_FLEET_IDLE")
 	if raw == "" {
-		return 5 * time.Minute
+		return 2 * time.Minute
 	}
 	d, err := time.ParseDuration(raw)
 	if err != nil || d < 0 {
@@ -164,8 +208,9 @@ type fleetMemory struct {
 // BenchmarkFleetDiagnosis measures one diagnosis of a simulated fleet (two hours, with the hour
 // before for baselines) through the built plugin binary, spoken to over gRPC as Grafana does,
 // against its floor: the PromQL it issued, read back from Prometheus's query log and sent at
-// once by a plain client. It reports the ratio (the sum over the iterations; each iteration's
-// is printed), the number of PromQL queries, and, once per fleet, 50 concurrent dashboard
+// once by a plain client (client_golang, which decodes them); and against the wire floor, the
+// same queries with their answers read and discarded. It reports both ratios (sums over the
+// iterations; each iteration's ratio to the client floor is printed), the number of PromQL queries, and, once per fleet, 50 concurrent dashboard
 // refreshes (four diagnosis panels each): their wall time and the plugin process's peak RSS,
 // its RSS before the first query and once idle (idleFor after the last refresh), split into
 // anonymous memory and the executable's mapped pages. VLLM_DIAG_FLEET_N lists the fleet sizes
@@ -221,7 +266,7 @@ func benchFleetDiagnosis(b *testing.B, f *benchFleet, proc *testbed.PluginProces
 	askAll(diagnosisQuery("A", "findings"))
 	_, off := queriesSince(b, f.queryLog, 0)
 
-	var plugin, flr time.Duration
+	var plugin, flr, wire time.Duration
 	var queries int
 	ratios := make([]string, 0, b.N)
 	b.ResetTimer()
@@ -237,7 +282,9 @@ func benchFleetDiagnosis(b *testing.B, f *benchFleet, proc *testbed.PluginProces
 		queries = len(qs)
 		floorTook := floor(b, api, qs)
 		_, off = queriesSince(b, f.queryLog, off)
-		plugin, flr = plugin+took, flr+floorTook
+		wireTook := wireFloor(b, f.prom.URL, qs)
+		_, off = queriesSince(b, f.queryLog, off)
+		plugin, flr, wire = plugin+took, flr+floorTook, wire+wireTook
 		ratios = append(ratios, fmt.Sprintf("%.2f", took.Seconds()/floorTook.Seconds()))
 	}
 	b.StopTimer()
@@ -278,6 +325,8 @@ func benchFleetDiagnosis(b *testing.B, f *benchFleet, proc *testbed.PluginProces
 	b.ReportMetric(float64(plugin.Milliseconds())/float64(b.N), "plugin-ms/op")
 	b.ReportMetric(float64(flr.Milliseconds())/float64(b.N), "floor-ms/op")
 	b.ReportMetric(plugin.Seconds()/flr.Seconds(), "ratio")
+	b.ReportMetric(float64(wire.Milliseconds())/float64(b.N), "wire-ms/op")
+	b.ReportMetric(plugin.Seconds()/wire.Seconds(), "wire-ratio")
 	b.ReportMetric(float64(queries), "promql-queries")
 	b.ReportMetric(float64(m.refresh50.Milliseconds()), "refresh50-ms")
 	b.ReportMetric(m.start, "start-rss-MB")

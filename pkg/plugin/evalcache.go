@@ -53,10 +53,12 @@ type evalCache struct {
 
 	mu      sync.Mutex
 	entries map[evalKey]evalEntry
+	// memory is told of every entry kept and let go, to give memory back once none is left.
+	memory *memoryRelease
 }
 
 func newEvalCache(ttl time.Duration) *evalCache {
-	return &evalCache{ttl: ttl, entries: map[evalKey]evalEntry{}}
+	return &evalCache{ttl: ttl, entries: map[evalKey]evalEntry{}, memory: processMemory}
 }
 
 // get returns the evaluation of key, computing it once however many ask at the same time;
@@ -96,7 +98,7 @@ func (c *evalCache) put(key evalKey, d *Diagnosis) {
 	defer c.mu.Unlock()
 	for k, e := range c.entries {
 		if now.Sub(e.at) >= c.ttl {
-			delete(c.entries, k)
+			c.remove(k)
 		}
 	}
 	for len(c.entries) >= maxEvaluations {
@@ -107,16 +109,26 @@ func (c *evalCache) put(key evalKey, d *Diagnosis) {
 				oldest, first = k, false
 			}
 		}
-		delete(c.entries, oldest)
+		c.remove(oldest)
 	}
+	c.remove(key)
 	c.entries[key] = evalEntry{diag: d, at: now}
+	c.memory.hold()
 	// An idle data source keeps nothing: an evaluation holds every fetched series of its
 	// range (megabytes on a fleet), so it leaves when it expires, not at the next put.
 	time.AfterFunc(c.ttl, func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if e, ok := c.entries[key]; ok && e.at.Equal(now) {
-			delete(c.entries, key)
+			c.remove(key)
 		}
 	})
+}
+
+// remove lets an entry go, if there is one; c.mu is held.
+func (c *evalCache) remove(key evalKey) {
+	if _, ok := c.entries[key]; ok {
+		delete(c.entries, key)
+		c.memory.drop()
+	}
 }
