@@ -58,6 +58,17 @@
 // aborts included, which vLLM does not trace) integrated over the window. Sampled or
 // tail-sampled traces cover few of them, and percentiles taken from spans are then biased.
 //
+// # A requests answer
+//
+// Requests answers a requests query from its join: Input.WithMetrics first sets the metric side
+// from the query's diagnosis (or says why there is none), then Requests joins the requests the
+// searches returned, keeps the rows of the query's Selection (its model filter, applied once
+// the join has given a model to the spans that carry none; AnomalousOnly), ranks them (Rank)
+// and keeps the Limit that stand out most. Its notices are the coverage, with the TTFT the
+// searches asked for and the instances whose share of requests examined differs from the
+// whole's by more than a factor of two, then the caller's (the metrics, the plan, the
+// searches), the join's, and the limit's.
+//
 // # Explanation
 //
 // Explain attributes a request's end-to-end time to queue, prefill, decode and other (e2e minus

@@ -11,6 +11,8 @@
 //	res, err := diagnosis.Evaluate(set, diagnosis.Options{
 //	    Rules: ids, Thresholds: th, MinRequests: 20, Baseline: time.Hour, EvalFrom: from})
 //	entries, err := diagnosis.Catalog(th)                   // the `GET rules` resource, thresholds in force
+//	sel := diagnosis.Selection{HeadlineOnly: h, Severities: sevs}
+//	err = sel.Validate(); kept := sel.Keep(res.Findings)    // the `findings` format's selection
 //
 // pkg/plan calls RequiredSignals, Lookback and EvalStep to plan a diagnosis query's fetch.
 //

@@ -15,7 +15,9 @@
 // depend on an answer. NewRequests plans a requests query's metrics (a diagnosis over the
 // range and a tail past it); Requests.Searches then writes its trace searches from what the
 // metrics answered (the instances that match the filters, their typical TTFT, where findings
-// fire). An explain query reads its trace first; NewExplain then plans, from the trace's
+// fire), with the filters the searches could not carry (Searches.Filter, for the requests they
+// return) and the selection of the joined rows (Searches.Selection, for correlate.Requests).
+// An explain query reads its trace first; NewExplain then plans, from the trace's
 // instance, model and time, the metrics around the request and the search of its peers, which
 // the plugin fetches at once (ExplainShown and Shown: the signals and the window its
 // explanation graphs). Their Executed joins the metrics' plan as fetched with the trace

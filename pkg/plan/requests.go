@@ -90,9 +90,26 @@ type Searches struct {
 	// PostFilter: the instance or model filter could not be resolved from the metrics, so it
 	// is applied to what the searches return (a notice says so).
 	PostFilter bool
-	// Limit is the query's limit, defaults filled: how many rows are shown.
-	Limit   int
-	Notices []string
+	Notices    []string
+	// Selection is what the answer keeps of the join's rows (correlate.Requests): the model
+	// filter, once the join has filled the models the spans lack, AnomalousOnly, and the
+	// query's limit with its default filled (traces.DefaultLimit): how many rows are shown.
+	Selection correlate.Selection
+	// instance and model are the query's filters, for Filter.
+	instance, model signals.Match
+}
+
+// Filter keeps the requests that pass the query's instance and model filters (a request
+// without a model passes the model filter: the join may fill it, and Selection filters it
+// then) when the searches could not carry them (PostFilter); otherwise the searches did, and
+// it returns reqs as they are. It filters reqs in place.
+func (s Searches) Filter(reqs []traces.Request) []traces.Request {
+	if !s.PostFilter {
+		return reqs
+	}
+	return slices.DeleteFunc(reqs, func(r traces.Request) bool {
+		return !s.instance.Matches(r.Instance) || (r.Model != "" && !s.model.Matches(r.Model))
+	})
 }
 
 // Searches writes the trace searches of a requests query (pure) from the metrics' answer in
@@ -106,10 +123,12 @@ type Searches struct {
 // thresholds point at what stands out.
 func (r Requests) Searches(in correlate.Input) Searches {
 	from, to, query := r.From, r.To, r.Filters
-	p := Searches{Limit: query.Limit}
-	if p.Limit <= 0 {
-		p.Limit = traces.DefaultLimit
+	limit := query.Limit
+	if limit <= 0 {
+		limit = traces.DefaultLimit
 	}
+	p := Searches{instance: r.Instance, model: r.Model,
+		Selection: correlate.Selection{Model: r.Model.Matches, AnomalousOnly: query.AnomalousOnly, Limit: limit, MinTTFT: query.MinTTFT}}
 	exact, isExact := r.Instance.Exact()
 	var instances []string
 	switch {

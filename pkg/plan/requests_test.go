@@ -206,3 +206,81 @@ func TestRequestsSearchesWithoutMetrics(t *testing.T) {
 		})
 	}
 }
+
+// TestSearchesFilter shows the post-filter: the instance and model filters applied to what the
+// searches returned when the metrics could not resolve them, and only then.
+func TestSearchesFilter(t *testing.T) {
+	to := t0.Add(time.Hour)
+	reqs := []traces.Request{
+		{SpanID: "a", Instance: "vllm-01:8000", Model: "llama"},
+		{SpanID: "b", Instance: "vllm-02:8000", Model: "qwen"},
+		{SpanID: "c", Instance: "vllm-03:8000", Model: "llama"},
+		{SpanID: "d", Instance: "vllm-02:8000"},
+	}
+	cases := []struct {
+		name            string
+		instance, model string
+		metrics         bool
+		want            []string
+	}{
+		{name: "resolved from the metrics: the searches carried the filters", instance: "vllm-0[12]:8000", metrics: true,
+			want: []string{"a", "b", "c", "d"}},
+		{name: "an instance regex without metrics", instance: "vllm-0[12]:8000", want: []string{"a", "b", "d"}},
+		{name: "a model without metrics keeps the spans without a model", model: "qwen", want: []string{"b", "d"}},
+		{name: "both filters without metrics", instance: "vllm-0[13]:8000", model: "llama", want: []string{"a", "c"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := plan.NewRequests(settings, plan.Scope{From: t0, To: to, Instance: c.instance, Model: c.model}, plan.RequestFilters{}, to)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := correlate.Input{From: t0, To: to}
+			if c.metrics {
+				in.Set = series.NewSet(series.NewGrid(t0, to, 15*time.Second))
+				for _, inst := range []string{"vllm-01:8000", "vllm-02:8000"} {
+					in.Set.Put(series.NewSeries(series.TTFTP50, series.Key{Instance: inst, Model: "m"}, in.Set.Grid.Len))
+				}
+			}
+			var got []string
+			for _, r := range r.Searches(in).Filter(slices.Clone(reqs)) {
+				got = append(got, r.SpanID)
+			}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("kept %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+// TestSearchesSelection shows what the answer keeps of the join's rows: the query's model
+// filter, AnomalousOnly, the limit with its default, and the TTFT the searches asked for.
+func TestSearchesSelection(t *testing.T) {
+	to := t0.Add(time.Hour)
+	cases := []struct {
+		name           string
+		model          string
+		filters        plan.RequestFilters
+		limit          int
+		matches, fails string
+	}{
+		{name: "no filter: every model, the default limit", limit: traces.DefaultLimit, matches: "qwen"},
+		{name: "a model regex", model: "llama.*", limit: traces.DefaultLimit, matches: "llama-3", fails: "qwen"},
+		{name: "the query's limit and flags", filters: plan.RequestFilters{Limit: 7, AnomalousOnly: true, MinTTFT: 0.5}, limit: 7, matches: "qwen"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := plan.NewRequests(settings, plan.Scope{From: t0, To: to, Model: c.model}, c.filters, to)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sel := r.Searches(correlate.Input{From: t0, To: to}).Selection
+			if sel.Limit != c.limit || sel.AnomalousOnly != c.filters.AnomalousOnly || sel.MinTTFT != c.filters.MinTTFT {
+				t.Errorf("selection limit %d anomalousOnly %v minTTFT %g, want %d %v %g", sel.Limit, sel.AnomalousOnly, sel.MinTTFT, c.limit, c.filters.AnomalousOnly, c.filters.MinTTFT)
+			}
+			if !sel.Model(c.matches) || (c.fails != "" && sel.Model(c.fails)) {
+				t.Errorf("model filter %q: matches %q %v, %q %v", c.model, c.matches, sel.Model(c.matches), c.fails, c.fails != "" && sel.Model(c.fails))
+			}
+		})
+	}
+}

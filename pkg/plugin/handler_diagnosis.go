@@ -33,8 +33,8 @@ func handleDiagnosis(ctx context.Context, d *Datasource, q backend.DataQuery, qu
 	if format != FormatFindings && format != FormatTimeline && format != FormatAlert && format != FormatFleet && format != FormatRecommendation {
 		return badQuery(fmt.Errorf("format %q is not one of findings, timeline, alert, fleet, recommendation", format))
 	}
-	keep, err := findingFilter(query)
-	if err != nil {
+	sel := diagnosis.Selection{HeadlineOnly: query.HeadlineOnly, Severities: query.Severities}
+	if err := sel.Validate(); err != nil {
 		return badQuery(err)
 	}
 	var extra []series.Signal
@@ -57,33 +57,11 @@ func handleDiagnosis(ctx context.Context, d *Datasource, q backend.DataQuery, qu
 		out = frames.RecommendationSeries(diag.Result)
 	default:
 		res := diag.Result
-		res.Findings = nil
-		for _, f := range diag.Result.Findings {
-			if keep(f) {
-				res.Findings = append(res.Findings, f)
-			}
-		}
+		res.Findings = sel.Keep(diag.Result.Findings)
 		out = data.Frames{frames.Findings(res)}
 	}
 	return backend.DataResponse{Frames: frames.Evaluated(out, frames.Evaluation{
 		Executed: diag.Executed, Set: diag.Set, Shared: diag.Shared, EvaluatedAt: diag.EvaluatedAt})}
-}
-
-// findingFilter is the findings format's selection: headline findings only, and the given
-// severities only, when the query asks.
-func findingFilter(query Query) (func(diagnosis.Finding) bool, error) {
-	sevs := map[diagnosis.Severity]bool{}
-	for _, s := range query.Severities {
-		switch sev := diagnosis.Severity(s); sev {
-		case diagnosis.Critical, diagnosis.Warning, diagnosis.Info:
-			sevs[sev] = true
-		default:
-			return nil, fmt.Errorf("severity %q is not one of critical, warning, info", s)
-		}
-	}
-	return func(f diagnosis.Finding) bool {
-		return (!query.HeadlineOnly || f.Headline) && (len(sevs) == 0 || sevs[f.Severity])
-	}, nil
 }
 
 // Diagnosis is the evaluated matrix over a query's range, with the signals it rests on. It may

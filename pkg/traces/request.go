@@ -6,7 +6,9 @@
 // A Request carries what its span carries and no more: latency attributes a span lacks are
 // NaN and absent from Request.Present, so a caller can show what there is and say what is
 // missing. vLLM's current (V1) spans have no model attribute; when Request.Model is empty the
-// caller fills it from the metrics if the instance serves a single model.
+// caller fills it from the metrics if the instance serves a single model. A search's
+// SearchInfo says what its answer lacks (SearchInfo.Notices: a search that stopped at its
+// limit, spans without latency attributes, spans of very large traces not read).
 package traces
 
 import (

@@ -57,6 +57,24 @@ type SearchInfo struct {
 	SpansSkipped int
 }
 
+// Notices say what a search's answer lacks, in words a user can act on: the requests a search
+// that stopped at its limit left out, the spans without latency attributes, the spans of very
+// large traces not read. searches is how many searches the answer merges (SearchAll), limit
+// the limit the query gave them.
+func (i SearchInfo) Notices(searches, limit int) []string {
+	var out []string
+	if i.Truncated {
+		out = append(out, fmt.Sprintf("Some of the %d trace searches stopped at their limit of %d traces: requests of those instances and sub-windows may be missing; narrow the range or raise the limit.", searches, max(limit, 0)))
+	}
+	if i.Incomplete > 0 {
+		out = append(out, fmt.Sprintf("%d span(s) lack latency attributes (an older vLLM, or a span that is not vLLM's): they are shown with what they carry, and their missing stages are empty.", i.Incomplete))
+	}
+	if i.SpansSkipped > 0 {
+		out = append(out, fmt.Sprintf("%d span(s) of very large traces were not read.", i.SpansSkipped))
+	}
+	return out
+}
+
 // Health is the answer of Check.
 type Health struct {
 	// VLLMSpans: at least one vLLM span started in the last hour.
