@@ -1,6 +1,8 @@
 package frames
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/data"
@@ -42,6 +44,26 @@ func Evaluated(out data.Frames, ev Evaluation) data.Frames {
 	}
 	if ev.Set == nil || len(ev.Set.Keys()) == 0 {
 		first.Notices = append(first.Notices, data.Notice{Severity: data.NoticeSeverityWarning, Text: noSeries})
+	}
+	return out
+}
+
+// Copies are new frames over the same fields, each with its own meta, so that frames built once
+// can be completed (Evaluated) and sent per query: a frame's fields are only read when the
+// answer is encoded.
+func Copies(fs data.Frames) data.Frames {
+	out := make(data.Frames, len(fs))
+	for i, f := range fs {
+		c := *f
+		if f.Meta != nil {
+			m := *f.Meta
+			m.Notices = slices.Clone(f.Meta.Notices)
+			if custom, ok := f.Meta.Custom.(map[string]any); ok {
+				m.Custom = maps.Clone(custom)
+			}
+			c.Meta = &m
+		}
+		out[i] = &c
 	}
 	return out
 }

@@ -74,3 +74,24 @@ func TestNoRequest(t *testing.T) {
 		t.Fatalf("%+v, want one frame with one info notice", fs)
 	}
 }
+
+func TestCopiesShareFieldsNotMeta(t *testing.T) {
+	original := data.NewFrame("findings", data.NewField("rule", nil, []string{"kv_cache_saturated"}))
+	original.Meta = &data.FrameMeta{Notices: []data.Notice{{Text: "built"}}, Custom: map[string]any{"k": "v"}}
+	copies := Copies(data.Frames{original})
+	Evaluated(copies, Evaluation{Executed: "plan", Shared: true, EvaluatedAt: time.Unix(0, 0)})
+
+	c := copies[0]
+	if c.Fields[0] != original.Fields[0] {
+		t.Error("the copy does not share the original's fields")
+	}
+	if original.Meta.ExecutedQueryString != "" || len(original.Meta.Notices) != 1 {
+		t.Errorf("completing the copy changed the original's meta: %+v", original.Meta)
+	}
+	if _, marked := original.Meta.Custom.(map[string]any)["sharedEvaluation"]; marked {
+		t.Error("the shared mark of the copy reached the original's custom meta")
+	}
+	if c.Meta.ExecutedQueryString != "plan" || c.Meta.Custom.(map[string]any)["sharedEvaluation"] != true {
+		t.Errorf("the copy's meta is not completed: %+v", c.Meta)
+	}
+}

@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
@@ -45,23 +46,58 @@ func handleDiagnosis(ctx context.Context, d *Datasource, q backend.DataQuery, qu
 	if err != nil {
 		return errorResponse(err)
 	}
-	var out data.Frames
-	switch format {
-	case FormatTimeline:
-		out = frames.Timeline(diag.Result, query.AllRules)
-	case FormatAlert:
-		out = frames.AlertSeries(diag.Result)
-	case FormatFleet:
-		out = data.Frames{frames.Fleet(diag.Result, diag.Set)}
-	case FormatRecommendation:
-		out = frames.RecommendationSeries(diag.Result)
-	default:
-		res := diag.Result
-		res.Findings = sel.Keep(diag.Result.Findings)
-		out = data.Frames{frames.Findings(res)}
-	}
-	return backend.DataResponse{Frames: frames.Evaluated(out, frames.Evaluation{
+	// Many viewers of one dashboard ask for the same answers from the same evaluation: each
+	// is built once, and every response gets copies of its frames with their own meta.
+	built := diag.answers.get(fmt.Sprintf("%s %t %v", format, query.AllRules, sel), func() data.Frames {
+		switch format {
+		case FormatTimeline:
+			return frames.Timeline(diag.Result, query.AllRules)
+		case FormatAlert:
+			return frames.AlertSeries(diag.Result)
+		case FormatFleet:
+			return data.Frames{frames.Fleet(diag.Result, diag.Set)}
+		case FormatRecommendation:
+			return frames.RecommendationSeries(diag.Result)
+		default:
+			res := diag.Result
+			res.Findings = sel.Keep(diag.Result.Findings)
+			return data.Frames{frames.Findings(res)}
+		}
+	})
+	return backend.DataResponse{Frames: frames.Evaluated(frames.Copies(built), frames.Evaluation{
 		Executed: diag.Executed, Set: diag.Set, Shared: diag.Shared, EvaluatedAt: diag.EvaluatedAt})}
+}
+
+// answers holds the frames built from one evaluation, by format and selection. It is shared by
+// every query of the evaluation, and lives and goes with it.
+type answers struct {
+	mu    sync.Mutex
+	built map[string]*answer
+}
+
+type answer struct {
+	once   sync.Once
+	frames data.Frames
+}
+
+// get returns the frames of key, building them once however many ask at the same time. The
+// frames are read-only: callers send copies (frames.Copies).
+func (a *answers) get(key string, build func() data.Frames) data.Frames {
+	if a == nil {
+		return build()
+	}
+	a.mu.Lock()
+	if a.built == nil {
+		a.built = map[string]*answer{}
+	}
+	ans := a.built[key]
+	if ans == nil {
+		ans = &answer{}
+		a.built[key] = ans
+	}
+	a.mu.Unlock()
+	ans.once.Do(func() { ans.frames = build() })
+	return ans.frames
 }
 
 // Diagnosis is the evaluated matrix over a query's range, with the signals it rests on. It may
@@ -72,6 +108,8 @@ type Diagnosis struct {
 	Fetch  *signals.Result
 	// Executed is the plan as fetched, for the frames' executedQueryString.
 	Executed string
+	// answers are the frames already built from this evaluation.
+	answers *answers
 	// EvaluatedAt is when the evaluation ran; Shared says whether another query got it too.
 	EvaluatedAt time.Time
 	Shared      bool
@@ -119,5 +157,5 @@ func (d *Datasource) evaluate(ctx context.Context, p plan.Diagnosis) (*Diagnosis
 	if err != nil {
 		return nil, backend.PluginError(err)
 	}
-	return &Diagnosis{Result: result, Set: res.Set, Fetch: res, Executed: p.Executed(res.Plan), EvaluatedAt: time.Now()}, nil
+	return &Diagnosis{Result: result, Set: res.Set, Fetch: res, Executed: p.Executed(res.Plan), answers: &answers{}, EvaluatedAt: time.Now()}, nil
 }

@@ -18,12 +18,16 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	jsoniter "github.com/json-iterator/go"
 	promapi "github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 )
+
+// maxPoints is Prometheus's limit on the points of one series in a range answer.
+const maxPoints = 11000
 
 // maxErrorBody bounds what is read of an error answer: it is only quoted in the error.
 const maxErrorBody = 1 << 20
@@ -62,20 +66,23 @@ func (a *API) QueryRange(ctx context.Context, query string, r v1.Range, opts ...
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	// As client_golang: the transport may retry the POST, which only reads.
 	req.Header["Idempotency-Key"] = nil
-	val, warnings, infos, code, err := a.do(ctx, req)
+	// Each series has at most one point a step: its samples are allocated once, not by doubling.
+	points := min(int(r.End.Sub(r.Start)/max(r.Step, time.Millisecond))+1, maxPoints)
+	val, warnings, infos, code, err := a.do(ctx, req, points)
 	if code == http.StatusForbidden || code == http.StatusMethodNotAllowed || code == http.StatusNotImplemented {
 		u.RawQuery = encoded
 		req, err = http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 		if err != nil {
 			return nil, warnings, infos, err
 		}
-		val, warnings, infos, _, err = a.do(ctx, req)
+		val, warnings, infos, _, err = a.do(ctx, req, points)
 	}
 	return val, warnings, infos, err
 }
 
-// do sends req and decodes its answer; code is the HTTP status, 0 when none came.
-func (a *API) do(ctx context.Context, req *http.Request) (model.Value, v1.Warnings, v1.Infos, int, error) {
+// do sends req and decodes its answer, whose series have at most points samples; code is the
+// HTTP status, 0 when none came.
+func (a *API) do(ctx context.Context, req *http.Request, points int) (model.Value, v1.Warnings, v1.Infos, int, error) {
 	resp, err := a.http.Do(req)
 	if err != nil {
 		return nil, nil, nil, 0, err
@@ -86,7 +93,7 @@ func (a *API) do(ctx context.Context, req *http.Request) (model.Value, v1.Warnin
 		w, i, err := decodeError(resp, io.LimitReader(body, maxErrorBody))
 		return nil, w, i, resp.StatusCode, err
 	}
-	ans, err := decode(body)
+	ans, err := decode(body, points)
 	if err == nil && ans.status == "error" {
 		err = &v1.Error{Type: v1.ErrorType(ans.errorType), Msg: ans.errorMsg}
 	}
@@ -155,7 +162,7 @@ type answer struct {
 
 // decode reads an answer's envelope and its matrix in one pass over r, whatever the order of
 // the fields.
-func decode(r io.Reader) (answer, error) {
+func decode(r io.Reader, points int) (answer, error) {
 	var ans answer
 	it := jsoniter.Parse(jsoniter.ConfigDefault, r, 32<<10)
 	var (
@@ -177,7 +184,7 @@ func decode(r io.Reader) (answer, error) {
 			ans.infos = readStrings(it)
 		case "data":
 			sawData = true
-			resultType, matrix = readData(it)
+			resultType, matrix = readData(it, points)
 		default:
 			it.Skip()
 		}
@@ -220,7 +227,7 @@ func readStrings(it *jsoniter.Iterator) []string {
 
 // readData reads {"resultType": ..., "result": [...]}: the result as a matrix, whose streams
 // carry "metric" and "values" (native histograms and any other field are skipped).
-func readData(it *jsoniter.Iterator) (string, model.Matrix) {
+func readData(it *jsoniter.Iterator, points int) (string, model.Matrix) {
 	var (
 		resultType string
 		matrix     model.Matrix
@@ -235,7 +242,7 @@ func readData(it *jsoniter.Iterator) (string, model.Matrix) {
 				continue
 			}
 			for it.ReadArray() {
-				matrix = append(matrix, readStream(it))
+				matrix = append(matrix, readStream(it, points))
 			}
 		default:
 			it.Skip()
@@ -244,7 +251,7 @@ func readData(it *jsoniter.Iterator) (string, model.Matrix) {
 	return resultType, matrix
 }
 
-func readStream(it *jsoniter.Iterator) *model.SampleStream {
+func readStream(it *jsoniter.Iterator, points int) *model.SampleStream {
 	ss := &model.SampleStream{Metric: model.Metric{}}
 	for field := it.ReadObject(); field != ""; field = it.ReadObject() {
 		switch field {
@@ -253,6 +260,7 @@ func readStream(it *jsoniter.Iterator) *model.SampleStream {
 				ss.Metric[model.LabelName(name)] = model.LabelValue(it.ReadString())
 			}
 		case "values":
+			ss.Values = make([]model.SamplePair, 0, points)
 			for it.ReadArray() {
 				p, err := readPair(it)
 				if err != nil {
@@ -278,7 +286,13 @@ func readPair(it *jsoniter.Iterator) (model.SamplePair, error) {
 	if !it.ReadArray() {
 		return p, errors.New("a sample has no value")
 	}
-	v, err := strconv.ParseFloat(it.ReadString(), 64)
+	raw := it.ReadStringAsSlice()
+	if len(raw) == 0 {
+		return p, errors.New("a sample's value is empty")
+	}
+	// The bytes are the iterator's buffer and ParseFloat keeps nothing of its argument (an
+	// error copies it), so no string is allocated for each of the millions of values.
+	v, err := strconv.ParseFloat(unsafe.String(&raw[0], len(raw)), 64)
 	if err != nil {
 		return p, err
 	}
