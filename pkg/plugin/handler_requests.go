@@ -62,7 +62,7 @@ func handleRequests(ctx context.Context, d *Datasource, q backend.DataQuery, que
 		return errorResponse(err)
 	}
 	in.Requests, in.Truncated = sp.Filter(reqs), info.Truncated
-	rows, notices := correlate.Requests(in, sp.Selection, slices.Concat(notices, sp.Notices, info.Notices(len(sp.Queries), query.Limit)))
+	rows, notices := correlate.Requests(in, sp.Selection, slices.Concat(notices, sp.Notices, info.Notices(len(sp.Queries), sp.Selection.Limit)))
 	links := frames.TraceLinks{DatasourceUID: d.settings.TracesDatasourceUID, Backend: d.settings.TracesBackend, VLLMUID: answeringUID(ctx)}
 	return backend.DataResponse{Frames: data.Frames{frames.Requests(rows, links, signalInfo, p.Executed(metrics, info.Query), notices)}}
 }

@@ -60,7 +60,7 @@ type SearchInfo struct {
 // Notices say what a search's answer lacks, in words a user can act on: the requests a search
 // that stopped at its limit left out, the spans without latency attributes, the spans of very
 // large traces not read. searches is how many searches the answer merges (SearchAll), limit
-// the limit the query gave them.
+// the limit each of them had (the query's, or the default when it gave none).
 func (i SearchInfo) Notices(searches, limit int) []string {
 	var out []string
 	if i.Truncated {
