@@ -207,14 +207,14 @@ type fleetMemory struct {
 
 // BenchmarkFleetDiagnosis measures one diagnosis of a simulated fleet (two hours, with the hour
 // before for baselines) through the built plugin binary, spoken to over gRPC as Grafana does,
-// against its floor: the PromQL it issued, read back from Prometheus's query log and sent at
-// once by a plain client (client_golang, which decodes them); and against the wire floor, the
-// same queries with their answers read and discarded. It reports both ratios (sums over the
-// iterations; each iteration's ratio to the client floor is printed), the number of PromQL queries, and, once per fleet, 50 concurrent dashboard
-// refreshes (four diagnosis panels each): their wall time and the plugin process's peak RSS,
-// its RSS before the first query and once idle (idleFor after the last refresh), split into
-// anonymous memory and the executable's mapped pages. VLLM_DIAG_FLEET_N lists the fleet sizes
-// (default 10).
+// against two floors: the PromQL it issued, read back from Prometheus's query log and sent at
+// once by a plain client (client_golang, which decodes the answers), and the same queries with
+// their answers read and discarded (the wire floor). It reports both ratios (sums over the
+// iterations; each iteration's ratio to the client floor is printed) and the number of PromQL
+// queries; and, once per fleet, 50 concurrent dashboard refreshes (four diagnosis panels each):
+// their wall time and the plugin process's peak RSS, its RSS before the first query and once
+// idle (idleFor after the last refresh), split into anonymous memory and the executable's
+// mapped pages. VLLM_DIAG_FLEET_N lists the fleet sizes (default 10).
 func BenchmarkFleetDiagnosis(b *testing.B) {
 	sizes := os.Getenv("VLLM_DIAG_FLEET_N")
 	if sizes == "" {

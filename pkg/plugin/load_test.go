@@ -135,10 +135,10 @@ func BenchmarkLoad(b *testing.B) {
 		goroutinesDisposed, groupsDisposed := disposeAll(ctx, b, client, pcs)
 		slices.Sort(latencies)
 		pct := func(p float64) time.Duration { return latencies[int(p*float64(len(latencies)-1))] }
-		fmt.Printf("load: %d workers, %d data sources, %s: %d requests (%.1f/s), %d errors, p50 %s, p99 %s, max %s, peak RSS %s, goroutines %d before, %d after, %d once the instances are disposed\n",
+		fmt.Printf("load: %d workers, %d data sources, %s: %d requests (%.1f/s), %d errors, p50 %s, p99 %s, max %s, peak RSS %.0f MB, goroutines %d before, %d after, %d once the instances are disposed\n",
 			workers, instances, duration, len(latencies), float64(len(latencies))/duration.Seconds(), errs.Load(),
 			pct(0.5).Round(time.Millisecond), pct(0.99).Round(time.Millisecond), latencies[len(latencies)-1].Round(time.Millisecond),
-			peakRSS(), goroutinesBefore, goroutinesAfter, goroutinesDisposed)
+			testbed.MemoryMB(os.Getpid(), "VmHWM")[0], goroutinesBefore, goroutinesAfter, goroutinesDisposed)
 		fmt.Printf("load: goroutines before, by the function that started them: %s\n", groupsBefore)
 		fmt.Printf("load: goroutines after, by the function that started them: %s\n", groupsAfter)
 		if groupsDisposed == groupsBefore {
@@ -220,18 +220,4 @@ func errorKind(msg string) string {
 		return string(r[:90]) + "…"
 	}
 	return msg
-}
-
-// peakRSS is the process's high-water resident set size (VmHWM), as Linux reports it.
-func peakRSS() string {
-	raw, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return "unknown"
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
-			return strings.Join(strings.Fields(strings.TrimPrefix(line, "VmHWM:")), " ")
-		}
-	}
-	return "unknown"
 }
