@@ -67,19 +67,20 @@ exporters:
 func Jaeger(t testing.TB) *JaegerServer {
 	t.Helper()
 	bin := binary(t, "VLLM_DIAG_JAEGER", "jaeger-"+JaegerVersion, "jaeger")
-	query, queryGRPC, health, otlpGRPC, otlpHTTP := freePort(t), freePort(t), freePort(t), freePort(t), freePort(t)
 	cfg := filepath.Join(t.TempDir(), "jaeger.yaml")
-	body := fmt.Sprintf(jaegerConfig, query, queryGRPC, health, otlpGRPC, otlpHTTP)
-	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	start(t, "jaeger.log", bin, "--config", cfg)
-	waitReady(t, fmt.Sprintf("http://127.0.0.1:%d/status", health), 60*time.Second)
-	s := &JaegerServer{
-		QueryURL: fmt.Sprintf("http://127.0.0.1:%d", query),
-		OTLPGRPC: fmt.Sprintf("127.0.0.1:%d", otlpGRPC),
-		OTLPHTTP: fmt.Sprintf("127.0.0.1:%d", otlpHTTP),
-	}
-	waitReady(t, s.QueryURL+"/api/v3/services", 30*time.Second)
+	var s *JaegerServer
+	serve(t, "jaeger.log", bin, 60*time.Second, func() ([]string, []string) {
+		query, queryGRPC, health, otlpGRPC, otlpHTTP := freePort(t), freePort(t), freePort(t), freePort(t), freePort(t)
+		body := fmt.Sprintf(jaegerConfig, query, queryGRPC, health, otlpGRPC, otlpHTTP)
+		if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s = &JaegerServer{
+			QueryURL: fmt.Sprintf("http://127.0.0.1:%d", query),
+			OTLPGRPC: fmt.Sprintf("127.0.0.1:%d", otlpGRPC),
+			OTLPHTTP: fmt.Sprintf("127.0.0.1:%d", otlpHTTP),
+		}
+		return []string{"--config", cfg}, []string{fmt.Sprintf("http://127.0.0.1:%d/status", health), s.QueryURL + "/api/v3/services"}
+	})
 	return s
 }

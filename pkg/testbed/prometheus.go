@@ -41,15 +41,16 @@ func PrometheusLogging(t testing.TB, queryLog string, openMetricsFiles ...string
 	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	port := freePort(t)
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	start(t, "prometheus.log", prom,
-		"--config.file="+cfg,
-		"--storage.tsdb.path="+data,
-		"--storage.tsdb.retention.time=3650d",
-		"--web.listen-address="+addr,
-	)
-	s := &PromServer{URL: "http://" + addr}
-	waitReady(t, s.URL+"/-/ready", 60*time.Second)
+	var s *PromServer
+	serve(t, "prometheus.log", prom, 60*time.Second, func() ([]string, []string) {
+		addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		s = &PromServer{URL: "http://" + addr}
+		return []string{
+			"--config.file=" + cfg,
+			"--storage.tsdb.path=" + data,
+			"--storage.tsdb.retention.time=3650d",
+			"--web.listen-address=" + addr,
+		}, []string{s.URL + "/-/ready"}
+	})
 	return s
 }

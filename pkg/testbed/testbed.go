@@ -11,12 +11,15 @@ package testbed
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -64,21 +67,83 @@ func PromtoolPath(t testing.TB) string {
 	return binary(t, "VLLM_DIAG_PROMTOOL", "prometheus-"+PrometheusVersion, "promtool")
 }
 
+// freePort picks a free port on 127.0.0.1 (pickPort) or ends the test.
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := pickPort()
 	if err != nil {
-		t.Fatalf("no free port on 127.0.0.1: %v", err)
+		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
-// start runs a server until the test ends, keeping its output in a log file that the test
-// prints if it fails.
-func start(t testing.TB, logName string, bin string, args ...string) {
+// pickPort picks a free port on 127.0.0.1 outside the kernel's ephemeral range, the range that
+// outgoing connections take their source ports from: a port the kernel hands out for ":0"
+// can go to any test's next HTTP request between the pick and the server's bind.
+func pickPort() (int, error) {
+	low := ephemeralLow()
+	for range 100 {
+		port := lowestPickedPort + rand.IntN(low-lowestPickedPort)
+		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			_ = l.Close()
+			return port, nil
+		}
+	}
+	return 0, fmt.Errorf("no free port on 127.0.0.1 in [%d, %d)", lowestPickedPort, low)
+}
+
+// lowestPickedPort keeps picked ports clear of the well-known and registered services below it.
+const lowestPickedPort = 10000
+
+// ephemeralLow is the first port of the kernel's ephemeral range, or Linux's default when the
+// range cannot be read or leaves no room below it.
+func ephemeralLow() int {
+	const linuxDefault = 32768
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return linuxDefault
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) == 0 {
+		return linuxDefault
+	}
+	low, err := strconv.Atoi(fields[0])
+	if err != nil || low < lowestPickedPort+1000 {
+		return linuxDefault
+	}
+	return low
+}
+
+// serveAttempts bounds how often serve starts a server that exits before it is ready.
+const serveAttempts = 3
+
+// serve starts a server and waits until each of its ready URLs answers 200. configure picks
+// the ports, writes what config they need and returns the arguments and the ready URLs. Two
+// test packages can still pick the same free port at once; the server that loses the bind
+// exits, and serve starts it again on ports configure picks anew. The server runs until the
+// test ends, its output kept in a log file that the test prints if it fails.
+func serve(t testing.TB, logName, bin string, within time.Duration, configure func() (args, readyURLs []string)) {
 	t.Helper()
-	logPath := filepath.Join(t.TempDir(), logName)
+	for attempt := 1; ; attempt++ {
+		args, readyURLs := configure()
+		exited, logPath := start(t, logName, bin, args...)
+		err := waitReady(readyURLs, within, exited)
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, errExited) || attempt == serveAttempts {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(logPath)
+		t.Logf("%s exited before it was ready (attempt %d of %d), starting it on new ports; its log (last 1 KiB):\n%s",
+			filepath.Base(bin), attempt, serveAttempts, tail(b, 1024))
+	}
+}
+
+// start runs a server until the test ends. exited is closed when the server stops.
+func start(t testing.TB, logName string, bin string, args ...string) (exited <-chan struct{}, logPath string) {
+	t.Helper()
+	logPath = filepath.Join(t.TempDir(), logName)
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
@@ -88,9 +153,14 @@ func start(t testing.TB, logName string, bin string, args ...string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", bin, err)
 	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		<-done
 		_ = logFile.Close()
 		if t.Failed() {
 			if b, err := os.ReadFile(logPath); err == nil {
@@ -98,6 +168,7 @@ func start(t testing.TB, logName string, bin string, args ...string) {
 			}
 		}
 	})
+	return done, logPath
 }
 
 func tail(b []byte, n int) string {
@@ -107,26 +178,44 @@ func tail(b []byte, n int) string {
 	return string(b)
 }
 
-// waitReady polls url until it answers 200 or the deadline passes.
-func waitReady(t testing.TB, url string, within time.Duration) {
-	t.Helper()
+var errExited = errors.New("exited before it was ready")
+
+// probeTimeout bounds one readiness request, so that a port held by something that never
+// answers does not keep waitReady from seeing the server exit.
+const probeTimeout = 2 * time.Second
+
+func probe(ctx context.Context, url string) (*http.Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err == nil {
+		resp.Body.Close()
+	}
+	return resp, err
+}
+
+// waitReady polls each URL in turn until it answers 200, failing when the deadline passes or
+// the server exits first.
+func waitReady(urls []string, within time.Duration, exited <-chan struct{}) error {
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
+	for _, url := range urls {
+		for {
+			resp, err := probe(ctx, url)
+			if err == nil && resp.StatusCode == http.StatusOK {
+				break
+			}
+			select {
+			case <-exited:
+				return fmt.Errorf("%s: server %w", url, errExited)
+			case <-ctx.Done():
+				return fmt.Errorf("%s not ready within %s (last error: %v)", url, within, err)
+			case <-time.After(100 * time.Millisecond):
 			}
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s not ready within %s (last error: %v)", url, within, err)
-		case <-time.After(100 * time.Millisecond):
-		}
 	}
+	return nil
 }
 
 func run(t testing.TB, bin string, args ...string) {
