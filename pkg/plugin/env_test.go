@@ -76,7 +76,7 @@ var (
 func grpcPlugin(t testing.TB) *datasourcetest.TestPluginClient {
 	t.Helper()
 	pluginOnce.Do(func() {
-		pluginServer, pluginErr = datasourcetest.Manage(NewDatasource, datasourcetest.ManageOpts{Address: freeAddr(t)})
+		pluginServer, pluginErr = testbed.Plugin(NewDatasource)
 	})
 	if pluginErr != nil {
 		t.Fatalf("serving the plugin over gRPC: %v", pluginErr)
