@@ -9,18 +9,29 @@ import (
 	"github.com/seed/vllm-datasource/pkg/series"
 )
 
-// State is a rule's state for one key at one step, as the timeline shows it.
-type State string
+// State is a rule's state for one key at one step, as the timeline shows it: a byte, since a
+// fleet's timelines hold one for every rule, key and step.
+type State uint8
 
 // The states. Pending and firing follow Prometheus alerting rules; the last two are the steps
 // where the condition is unknown.
 const (
-	OK               State = "ok"
-	Pending          State = "pending"
-	Firing           State = "firing"
-	InsufficientData State = "insufficient_data"
-	NotApplicable    State = "not_applicable"
+	OK State = iota
+	Pending
+	Firing
+	InsufficientData
+	NotApplicable
 )
+
+var stateNames = [...]string{OK: "ok", Pending: "pending", Firing: "firing", InsufficientData: "insufficient_data", NotApplicable: "not_applicable"}
+
+// String is the state's name as frames and notices show it.
+func (s State) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return fmt.Sprintf("State(%d)", s)
+}
 
 // Options configures an evaluation.
 type Options struct {
@@ -255,8 +266,8 @@ func evaluateRule(e *env, g series.Grid) (states []State, outs []outcome, spans 
 	return states, outs, spans
 }
 
-// stateRank orders the states a reported point may show, most telling first.
-var stateRank = map[State]int{Firing: 4, Pending: 3, OK: 2, InsufficientData: 1, NotApplicable: 0}
+// stateRank orders the states a reported point may show: the higher, the more telling.
+var stateRank = [...]int{Firing: 4, Pending: 3, OK: 2, InsufficientData: 1, NotApplicable: 0}
 
 // folded calls show(p, lo, hi) for each point p of the report grid with the evaluated steps
 // [lo, hi) in (time − report step, time], or the last step before the point when none is.

@@ -590,3 +590,13 @@ func TestFaultLongerThanHalfTheBaselineStaysOneFinding(t *testing.T) {
 		t.Fatalf("finding %s–%s, want %s–%s", got[0].Start, got[0].End, evalFrom, want)
 	}
 }
+
+func TestStateNamesAreTheTimelineValues(t *testing.T) {
+	for st, want := range map[State]string{
+		OK: "ok", Pending: "pending", Firing: "firing", InsufficientData: "insufficient_data", NotApplicable: "not_applicable", NotApplicable + 1: "State(5)",
+	} {
+		if got := st.String(); got != want {
+			t.Errorf("State %d is %q, want %q", uint8(st), got, want)
+		}
+	}
+}

@@ -213,8 +213,8 @@ func (b *fleetBed) checkTimeline(t *testing.T, fs data.Frames) {
 			}
 			changed := false
 			for i := 0; i < field.Len(); i++ {
-				s := diagnosis.State(field.At(i).(string))
-				changed = changed || s == diagnosis.Pending || s == diagnosis.Firing
+				s := field.At(i).(string)
+				changed = changed || s == diagnosis.Pending.String() || s == diagnosis.Firing.String()
 			}
 			assert.True(t, changed, "row %s on %s never left ok", field.Name, inst)
 			ruleRows[field.Name+" "+inst] = true

@@ -17,11 +17,11 @@ const ReadableRows = 30
 
 // stateColors colour the timeline's rule states the way Grafana's alert list does.
 var stateColors = data.ValueMapper{
-	string(diagnosis.OK):               {Text: "ok", Color: "green", Index: 0},
-	string(diagnosis.Pending):          {Text: "pending", Color: "yellow", Index: 1},
-	string(diagnosis.Firing):           {Text: "firing", Color: "red", Index: 2},
-	string(diagnosis.InsufficientData): {Text: "insufficient data", Color: "text", Index: 3},
-	string(diagnosis.NotApplicable):    {Text: "not applicable", Color: "transparent", Index: 4},
+	diagnosis.OK.String():               {Text: "ok", Color: "green", Index: 0},
+	diagnosis.Pending.String():          {Text: "pending", Color: "yellow", Index: 1},
+	diagnosis.Firing.String():           {Text: "firing", Color: "red", Index: 2},
+	diagnosis.InsufficientData.String(): {Text: "insufficient data", Color: "text", Index: 3},
+	diagnosis.NotApplicable.String():    {Text: "not applicable", Color: "transparent", Index: 4},
 }
 
 // SeverityColors are the colours of a finding's severity, shared by the timeline's headline
@@ -102,7 +102,7 @@ func Timeline(res diagnosis.Result, every bool) data.Frames {
 			}
 			states := make([]string, len(rs.States))
 			for i, s := range rs.States {
-				states[i] = string(s)
+				states[i] = s.String()
 			}
 			field := data.NewField(rs.Rule, KeyLabels(tl.Key), states)
 			field.Config = &data.FieldConfig{DisplayNameFromDS: displayName(rs.Rule, tl.Key), Mappings: data.ValueMappings{stateColors}}
@@ -165,11 +165,11 @@ func headlineStates(tl diagnosis.Timeline, findings []diagnosis.Finding, times [
 		case best != "":
 			out[i] = best
 		case ok:
-			out[i] = string(diagnosis.OK)
+			out[i] = diagnosis.OK.String()
 		case insufficient:
-			out[i] = string(diagnosis.InsufficientData)
+			out[i] = diagnosis.InsufficientData.String()
 		default:
-			out[i] = string(diagnosis.NotApplicable)
+			out[i] = diagnosis.NotApplicable.String()
 		}
 		if bestRank > worst {
 			worst = bestRank

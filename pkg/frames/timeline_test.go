@@ -75,7 +75,7 @@ func TestTimelineShowsAHeadlineRowPerInstanceAndOnlyTheRulesThatHappened(t *test
 	if m := head.Config.Mappings[0].(data.ValueMapper)[last]; m.Text != diagnosis.KVCacheSaturated || m.Color != "red" {
 		t.Errorf("headline %q maps to %+v, want the rule's name in red", last, m)
 	}
-	if calm := frames[1].Fields[1]; calm.At(0) != string(diagnosis.OK) {
+	if calm := frames[1].Fields[1]; calm.At(0) != diagnosis.OK.String() {
 		t.Errorf("calm instance is %v", calm.At(0))
 	}
 	if frames[0].Meta == nil || len(frames[0].Meta.Notices) == 0 {

@@ -324,7 +324,7 @@ func TestStateTimelinesMapEveryRuleState(t *testing.T) {
 			for _, s := range states {
 				var mapped bool
 				for _, m := range fc.Defaults.Mappings {
-					_, ok := m.Options[string(s)]
+					_, ok := m.Options[s.String()]
 					mapped = mapped || (m.Type == "value" && ok)
 				}
 				if !mapped {
