@@ -24,12 +24,18 @@ type PluginProcess struct {
 	PID int
 }
 
-// PluginBinary builds the package pkg (the plugin's main) and starts it. The process is killed
-// when the test ends.
+// releaseBuild is how the SDK's mage targets build a plugin's backend for release (build.Build):
+// the SDK's build tag, no cgo, and no symbol table or DWARF.
+var releaseBuild = []string{"-tags", "arrow_json_stdlib", "-ldflags", "-w -s"}
+
+// PluginBinary builds the package pkg (the plugin's main) as a release build does, and starts it.
+// The process is killed when the test ends.
 func PluginBinary(t testing.TB, pkg string) *PluginProcess {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "gpx_vllm")
-	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+	build := exec.Command("go", append(append([]string{"build", "-o", bin}, releaseBuild...), pkg)...)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build of the plugin: %v\n%s", err, out)
 	}
 	cmd := exec.Command(bin)
