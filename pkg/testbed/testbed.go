@@ -2,7 +2,9 @@
 // with OpenMetrics data through promtool's backfill, and a Jaeger v2 with in-memory storage;
 // and what end-to-end beds share beside them: the vllm-sim command's backfill (SimBackfill)
 // and the plugin's gRPC server as Grafana starts it (Plugin).
-// Every listener is on 127.0.0.1 with a free port, so packages can run their tests at once.
+// Every listener is on 127.0.0.1 with a free port picked below the kernel's ephemeral range, so
+// packages can run their tests at once; a server that loses its port anyway starts again on new
+// ones.
 //
 // The binaries come from the environment (VLLM_DIAG_PROMETHEUS, VLLM_DIAG_PROMTOOL,
 // VLLM_DIAG_JAEGER, set by .ci/run), else from the cache that .ci/install-servers fills. When
