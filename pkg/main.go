@@ -25,7 +25,8 @@ func init() {
 	if err != nil {
 		panic(err)
 	}
-	// gRPC reads it at init time only: the proto codec has no other way to be given a pool.
+	// In init, as gRPC asks, since setting it is not safe once servers run; the proto codec that
+	// marshals the answers has no other way to be given a pool.
 	experimental.SetDefaultBufferPool(pool)
 }
 

@@ -83,9 +83,6 @@ type answer struct {
 // get returns the frames of key, building them once however many ask at the same time. The
 // frames are read-only: callers send copies (frames.Copies).
 func (a *answers) get(key string, build func() data.Frames) data.Frames {
-	if a == nil {
-		return build()
-	}
 	a.mu.Lock()
 	if a.built == nil {
 		a.built = map[string]*answer{}

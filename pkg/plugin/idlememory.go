@@ -10,10 +10,10 @@ import (
 const releaseAfter = time.Minute
 
 // memoryRelease gives the memory of expired evaluations back to the system once the process
-// has held none for a while. An evaluation of a fleet is hundreds of megabytes, and the Go
-// runtime keeps freed memory for minutes: it collects only every two minutes when nothing
-// allocates, gRPC's pooled message buffers go only at the collection after that, and the
-// scavenger then returns pages slowly. A dashboard refreshing more often than releaseAfter
+// has held none for a while. An evaluation of a fleet is tens of megabytes at 50 instances and
+// hundreds at 500, and the Go runtime keeps freed memory for minutes: it collects only every two
+// minutes when nothing allocates, gRPC's pooled message buffers go only at the collection after
+// that, and the scavenger then returns pages slowly. A dashboard refreshing more often than releaseAfter
 // keeps its memory, as faulting it in again at every refresh would cost more than it saves.
 type memoryRelease struct {
 	after   time.Duration
