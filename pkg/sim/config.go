@@ -102,7 +102,7 @@ type Dist struct {
 }
 
 // Fault replaces an instance's engine configuration or load from From to To (fractions of the
-// run); Rule names the matrix rule (DESIGN §4) that the change is meant to cause. Restart
+// run); Rule names the diagnosis rule that the change is meant to cause. Restart
 // instead restarts the server at From: counters reset, in-flight requests are lost, and the
 // server is down for Downtime seconds. Redeploy applies an engine change as an operator does
 // with vLLM's flags, which it reads only at start: the server restarts into the fault's
@@ -118,7 +118,8 @@ type Fault struct {
 	Downtime float64       `json:"downtime,omitempty"`
 }
 
-// Rule ids of DESIGN §4, as faults and ground truth name them.
+// Rule ids, as faults, ground truth and scenarios name them: the diagnosis's (README, The
+// diagnosis matrix).
 const (
 	RulePrefillBlocking       = "prefill_blocking"
 	RuleTokenBudgetStarved    = "token_budget_starved"
@@ -133,13 +134,6 @@ const (
 	RuleDecodeBound           = "decode_bound"
 	faultRestart              = "restart"
 )
-
-var knownRules = map[string]bool{
-	RulePrefillBlocking: true, RuleTokenBudgetStarved: true, RulePrefixCacheMiss: true,
-	RuleSpecDecodeInefficient: true, RuleKVCacheSaturated: true, RulePreemptionsFreeCache: true,
-	RuleQueueWithFreeCache: true, RulePastTheKnee: true, RuleClientTimeouts: true,
-	RulePrefillBound: true, RuleDecodeBound: true, faultRestart: true,
-}
 
 // blocks is the pool size the cache dtype gives: fp8 stores a block in half the bytes.
 func (c EngineConfig) blocks() int {
@@ -193,7 +187,7 @@ func (s Scenario) Validate() error {
 		errs = append(errs, in.Exposition.validate(where+": exposition")...)
 		for j, f := range in.Faults {
 			fw := fmt.Sprintf("%s: fault %d (%s)", where, j, f.Rule)
-			if !knownRules[f.Rule] {
+			if _, ok := faults[f.Rule]; !ok && f.Rule != faultRestart {
 				add("%s: unknown rule", fw)
 			}
 			if !(f.From >= 0 && f.From < f.To && f.To <= 1) {
