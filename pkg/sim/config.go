@@ -118,23 +118,6 @@ type Fault struct {
 	Downtime float64       `json:"downtime,omitempty"`
 }
 
-// Rule ids, as faults, ground truth and scenarios name them: the diagnosis's (README, The
-// diagnosis matrix).
-const (
-	RulePrefillBlocking       = "prefill_blocking"
-	RuleTokenBudgetStarved    = "token_budget_starved"
-	RulePrefixCacheMiss       = "prefix_cache_miss"
-	RuleSpecDecodeInefficient = "spec_decode_inefficient"
-	RuleKVCacheSaturated      = "kv_cache_saturated"
-	RulePreemptionsFreeCache  = "preemptions_free_cache"
-	RuleQueueWithFreeCache    = "queue_with_free_cache"
-	RulePastTheKnee           = "past_the_knee"
-	RuleClientTimeouts        = "client_timeouts"
-	RulePrefillBound          = "prefill_bound"
-	RuleDecodeBound           = "decode_bound"
-	faultRestart              = "restart"
-)
-
 // blocks is the pool size the cache dtype gives: fp8 stores a block in half the bytes.
 func (c EngineConfig) blocks() int {
 	if (vllm.CacheConfig{CacheDType: c.CacheDType}).FP8() {

@@ -1,7 +1,23 @@
 package sim
 
-// A rule's scenario is named by the rule's id: its fault strikes FaultyInstance from FaultFrom
-// to FaultTo, and the simulator reads its ground truth from the engine's own state.
+// Rule ids, as faults, ground truth and scenarios name them: the diagnosis's (README, The
+// diagnosis matrix). A rule's scenario is named by its id: its fault strikes FaultyInstance
+// from FaultFrom to FaultTo, and the simulator reads its ground truth from the engine's own
+// state. A restart is a fault of no rule.
+const (
+	RulePrefillBlocking       = "prefill_blocking"
+	RuleTokenBudgetStarved    = "token_budget_starved"
+	RulePrefixCacheMiss       = "prefix_cache_miss"
+	RuleSpecDecodeInefficient = "spec_decode_inefficient"
+	RuleKVCacheSaturated      = "kv_cache_saturated"
+	RulePreemptionsFreeCache  = "preemptions_free_cache"
+	RuleQueueWithFreeCache    = "queue_with_free_cache"
+	RulePastTheKnee           = "past_the_knee"
+	RuleClientTimeouts        = "client_timeouts"
+	RulePrefillBound          = "prefill_bound"
+	RuleDecodeBound           = "decode_bound"
+	faultRestart              = "restart"
+)
 
 // faultScenario is one rule's scenario.
 type faultScenario struct {
