@@ -16,9 +16,9 @@ type Stage string
 
 // The stages, in the order a request goes through them.
 const (
-	StageQueue   Stage = "queue"
-	StagePrefill Stage = "prefill"
-	StageDecode  Stage = "decode"
+	StageQueue   Stage = diagnosis.StageQueue
+	StagePrefill Stage = diagnosis.StagePrefill
+	StageDecode  Stage = diagnosis.StageDecode
 	// StageOther is e2e minus the three engine stages: front end, tokenisation, detokenisation.
 	StageOther Stage = "other"
 )
@@ -57,17 +57,6 @@ type Explanation struct {
 	// finding named is prefill_bound or decode_bound (a symptom with no specific cause on the
 	// instance). Empty otherwise.
 	Profile string
-}
-
-// stageCauses lists, for each stage, the rules whose mechanism lengthens it, most specific first.
-var stageCauses = map[Stage][]string{
-	// Uncached or blocking prefills hold the engine, so requests behind them queue.
-	StageQueue: {diagnosis.KVCacheSaturated, diagnosis.PastTheKnee, diagnosis.QueueWithFreeCache,
-		diagnosis.PreemptionsFreeCache, diagnosis.TokenBudgetStarved, diagnosis.PrefillBlocking, diagnosis.PrefixCacheMiss},
-	StagePrefill: {diagnosis.PrefixCacheMiss, diagnosis.PrefillBlocking, diagnosis.TokenBudgetStarved,
-		diagnosis.KVCacheSaturated, diagnosis.PreemptionsFreeCache, diagnosis.PrefillBound},
-	StageDecode: {diagnosis.SpecDecodeInefficient, diagnosis.KVCacheSaturated, diagnosis.PreemptionsFreeCache,
-		diagnosis.PastTheKnee, diagnosis.DecodeBound},
 }
 
 // Explain attributes a joined request's time to its stages and writes its explanation.
@@ -177,7 +166,7 @@ func (e *Explanation) Stage(s Stage) StageTime {
 // pickFinding chooses the finding to name: a cause of the dominant stage (primary findings
 // first, then the stage's order of causes), else the headline, else the first primary one.
 func pickFinding(fs []*diagnosis.Finding, dominant Stage) (*diagnosis.Finding, bool) {
-	causes := stageCauses[dominant]
+	causes := diagnosis.StageCauses(string(dominant))
 	var best *diagnosis.Finding
 	bestRank := 0
 	for _, f := range fs {

@@ -268,7 +268,7 @@ func sum(v []float64) float64 {
 	return t
 }
 
-// DESIGN §4: a healthy server with TTFT near 0.2 s shows an interpolated p99/p50 above 2 inside
+// A healthy server with TTFT near 0.2 s shows an interpolated p99/p50 above 2 inside
 // vLLM's coarse buckets; only bucket bounds that make the condition certain may fire.
 func TestQuantileConditionsHoldOnlyWhenBucketBoundsMakeThemCertain(t *testing.T) {
 	cases := []struct {

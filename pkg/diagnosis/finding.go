@@ -227,14 +227,10 @@ func settle(fs []*Finding) []Finding {
 	for _, f := range fs {
 		f.Confidence = confidence(f, fs)
 	}
-	rank := map[string]int{}
-	for i, id := range headlineOrder {
-		rank[id] = i
-	}
 	best := map[string]*Finding{}
 	for _, f := range fs {
 		b := best[f.Key.Instance]
-		if b == nil || outranks(f, b, rank) {
+		if b == nil || outranks(f, b) {
 			best[f.Key.Instance] = f
 		}
 	}
@@ -268,16 +264,12 @@ func settle(fs []*Finding) []Finding {
 // order, then the earliest.
 func explainer(f *Finding, fs []*Finding) *Finding {
 	var best *Finding
-	rank := map[string]int{}
-	for i, id := range headlineOrder {
-		rank[id] = i
-	}
-	for _, c := range explainedBy[f.Rule] {
+	for _, c := range causes[f.Rule] {
 		for _, g := range fs {
 			if g.Rule != c || g.Key.Instance != f.Key.Instance || !overlap(f, g) {
 				continue
 			}
-			if best == nil || rank[g.Rule] < rank[best.Rule] || (g.Rule == best.Rule && g.Start.Before(best.Start)) {
+			if best == nil || headlineRank(g.Rule) < headlineRank(best.Rule) || (g.Rule == best.Rule && g.Start.Before(best.Start)) {
 				best = g
 			}
 		}
@@ -287,28 +279,14 @@ func explainer(f *Finding, fs []*Finding) *Finding {
 
 func overlap(a, b *Finding) bool { return !a.End.Before(b.Start) && !b.End.Before(a.Start) }
 
-func related(a, b string) bool {
-	for _, c := range explainedBy[a] {
-		if c == b {
-			return true
-		}
-	}
-	for _, c := range explainedBy[b] {
-		if c == a {
-			return true
-		}
-	}
-	return false
-}
-
 // outranks orders an instance's findings for its headline: primary before secondary, then the
 // headline order of rules, then the longer, then the earlier.
-func outranks(a, b *Finding, rank map[string]int) bool {
+func outranks(a, b *Finding) bool {
 	if (a.SecondaryTo == "") != (b.SecondaryTo == "") {
 		return a.SecondaryTo == ""
 	}
-	if rank[a.Rule] != rank[b.Rule] {
-		return rank[a.Rule] < rank[b.Rule]
+	if ra, rb := headlineRank(a.Rule), headlineRank(b.Rule); ra != rb {
+		return ra < rb
 	}
 	if da, db := a.End.Sub(a.Start), b.End.Sub(b.Start); da != db {
 		return da > db

@@ -84,7 +84,9 @@ type Param struct {
 // ForParam is the parameter every rule has: its `for` duration in seconds.
 const ForParam = "for"
 
-// Rule is one row of the symptom-to-cause matrix (DESIGN §4).
+// Rule is one row of the symptom-to-cause matrix: everything the evaluation, the findings'
+// relations and the explanations need of it. Its simulator scenario is the pkg/sim scenario
+// named by its id (the end-to-end tests join the two).
 type Rule struct {
 	ID string
 	// Title names the problem ("KV cache saturated"); findings add "on instance X".
@@ -120,6 +122,23 @@ type Rule struct {
 	applicable func(e *env) string
 	// refine may replace a finding's cause and action with a more specific reading of the data.
 	refine func(e *env, r span) (variant, cause, action string)
+	// recommend computes the value the action should set, or says why there is none.
+	recommend recommender
+
+	// rank orders an instance's findings for its headline, lowest first (matrix.go says how
+	// ranks are chosen).
+	rank int
+	// explains names the rules whose symptom this rule's mechanism produces, explainedBy the
+	// rules whose mechanism produces this rule's symptom: while one of its causes fires on the
+	// same instance, a finding is secondary to it (specific causes outrank symptoms). A link is
+	// declared once, on either side, so that a new rule declares all of its own links; a rule in
+	// no link says why in standsAlone.
+	explains, explainedBy []string
+	standsAlone           string
+	// lengthens ranks the rule among the causes of each request stage its mechanism lengthens
+	// (StageQueue, StagePrefill, StageDecode), lowest first: explaining a request, pkg/correlate
+	// names the first such cause active during it.
+	lengthens map[string]int
 }
 
 // Escalation raises a rule's severity while a stricter threshold (Param, which must not exceed
@@ -164,7 +183,7 @@ func (r Rule) Signals() []series.Signal {
 	add(r.Required)
 	add(r.Optional)
 	add(r.Evidence)
-	add(recommendSignals[r.ID])
+	add(r.recommend.reads)
 	if r.Quantile {
 		add([]series.Signal{series.RequestCount})
 	}

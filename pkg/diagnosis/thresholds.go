@@ -11,7 +11,7 @@ import (
 )
 
 // Thresholds overrides rule parameters: rule id → parameter name → value. It is the `thresholds`
-// object of the data source's jsonData (DESIGN §7), for example
+// object of the data source's jsonData (README, Settings), for example
 // {"kv_cache_saturated": {"kv_usage": 0.9, "for": 120}}.
 type Thresholds map[string]map[string]float64
 
@@ -129,10 +129,8 @@ func unknownRule(id string) error {
 }
 
 func ruleByID(id string) (Rule, bool) {
-	for _, r := range matrix {
-		if r.ID == id {
-			return r, true
-		}
+	if r := byID[id]; r != nil {
+		return *r, true
 	}
 	return Rule{}, false
 }

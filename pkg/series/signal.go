@@ -1,7 +1,8 @@
 package series
 
-// Signal names a version-independent vLLM signal (TELEMETRY §4). The names are part of the
-// query model that dashboards persist.
+// Signal names a version-independent vLLM signal (README, Queries, lists them). The names are
+// part of the query model that dashboards persist; pkg/signals resolves each to the metric names
+// a Prometheus holds.
 type Signal string
 
 // The signals. Quantiles are per instance and model over the rate window; means are

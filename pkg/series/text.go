@@ -6,7 +6,7 @@ import (
 )
 
 // MinRequests is the fewest requests a window needs for a quantile or a per-request statistic
-// to count (DESIGN §4, "enough data"): the diagnosis's quantile rules, the requests' window
+// to count (README, The diagnosis matrix): the diagnosis's quantile rules, the requests' window
 // statistics and the verdicts all hold to it, and below it report insufficient data.
 const MinRequests = 20
 

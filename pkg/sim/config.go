@@ -102,7 +102,7 @@ type Dist struct {
 }
 
 // Fault replaces an instance's engine configuration or load from From to To (fractions of the
-// run); Rule names the matrix rule (DESIGN §4) that the change is meant to cause. Restart
+// run); Rule names the diagnosis rule that the change is meant to cause. Restart
 // instead restarts the server at From: counters reset, in-flight requests are lost, and the
 // server is down for Downtime seconds. Redeploy applies an engine change as an operator does
 // with vLLM's flags, which it reads only at start: the server restarts into the fault's
@@ -116,29 +116,6 @@ type Fault struct {
 	Restart  bool          `json:"restart,omitempty"`
 	Redeploy bool          `json:"redeploy,omitempty"`
 	Downtime float64       `json:"downtime,omitempty"`
-}
-
-// Rule ids of DESIGN §4, as faults and ground truth name them.
-const (
-	RulePrefillBlocking       = "prefill_blocking"
-	RuleTokenBudgetStarved    = "token_budget_starved"
-	RulePrefixCacheMiss       = "prefix_cache_miss"
-	RuleSpecDecodeInefficient = "spec_decode_inefficient"
-	RuleKVCacheSaturated      = "kv_cache_saturated"
-	RulePreemptionsFreeCache  = "preemptions_free_cache"
-	RuleQueueWithFreeCache    = "queue_with_free_cache"
-	RulePastTheKnee           = "past_the_knee"
-	RuleClientTimeouts        = "client_timeouts"
-	RulePrefillBound          = "prefill_bound"
-	RuleDecodeBound           = "decode_bound"
-	faultRestart              = "restart"
-)
-
-var knownRules = map[string]bool{
-	RulePrefillBlocking: true, RuleTokenBudgetStarved: true, RulePrefixCacheMiss: true,
-	RuleSpecDecodeInefficient: true, RuleKVCacheSaturated: true, RulePreemptionsFreeCache: true,
-	RuleQueueWithFreeCache: true, RulePastTheKnee: true, RuleClientTimeouts: true,
-	RulePrefillBound: true, RuleDecodeBound: true, faultRestart: true,
 }
 
 // blocks is the pool size the cache dtype gives: fp8 stores a block in half the bytes.
@@ -193,7 +170,7 @@ func (s Scenario) Validate() error {
 		errs = append(errs, in.Exposition.validate(where+": exposition")...)
 		for j, f := range in.Faults {
 			fw := fmt.Sprintf("%s: fault %d (%s)", where, j, f.Rule)
-			if !knownRules[f.Rule] {
+			if _, ok := faults[f.Rule]; !ok && f.Rule != faultRestart {
 				add("%s: unknown rule", fw)
 			}
 			if !(f.From >= 0 && f.From < f.To && f.To <= 1) {

@@ -24,12 +24,13 @@
 //     0.6 to 0.7 printed them, with the per-phase request histograms (queue, prefill, decode,
 //     inference) that V0 printed too. V0's gauges are ratios since the server started, as
 //     vLLM computed them (CacheMetricData, the rejection sampler's running totals).
-//   - Spans follow TELEMETRY §5 for current vLLM, plus gen_ai.response.model, which current
-//     vLLM omits: Scenario.SpanModelAttribute (default on) controls it.
+//   - Spans follow current vLLM's (package vllm's span vocabulary), plus gen_ai.response.model,
+//     which current vLLM omits: Scenario.SpanModelAttribute (default on) controls it.
 //   - Aborted requests count in request_success_total{finished_reason="abort"} and e2e, and have
 //     no span, as in vLLM, where aborts are not traced.
-//   - Ground truth lists, per fault, the intervals where its mechanism held; healthy,
-//     low_traffic and restart have none.
+//   - Each diagnosis rule has a scenario named by its id (FaultRules), whose fault strikes
+//     FaultyInstance. Ground truth lists, per fault, the intervals where its mechanism held;
+//     healthy, low_traffic and restart have none.
 //
 // Simplifications a real vLLM would show differently: no _created series (single-process vLLM
 // prints them; the Go client does not); V0 runs emit spans with the current attribute set; a

@@ -29,7 +29,7 @@ func Fleet(n int) (Scenario, error) {
 	for i := range n {
 		addr := FleetAddress(n, i)
 		if k := (i - 1) / 2; i%2 == 1 && k < len(fleetFaults) {
-			in := catalogue[fleetFaults[k]]().Instances[1]
+			in := faults[fleetFaults[k]].build().Instances[1]
 			in.Address = addr
 			sc.Instances = append(sc.Instances, in)
 			continue

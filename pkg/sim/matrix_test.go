@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// This file evaluates DESIGN §4's matrix on the simulated scrapes, the way the plugin sees
-// them: rates over 1m windows of 15 s scrapes, quantiles only as the bucket intervals that
-// contain them.
+// This file evaluates the rules' conditions (README's matrix table) on the simulated scrapes
+// by its own arithmetic, apart from pkg/diagnosis, the way the plugin sees them: rates over 1m
+// windows of 15 s scrapes, quantiles only as the bucket intervals that contain them.
 
 // point is the signals of one instance at one scrape.
 type point struct {
@@ -234,10 +234,10 @@ func (v view) baseline(from, to time.Time) baseline {
 		decode:  v.hist("vllm:request_decode_time_seconds", from, to).mean()}
 }
 
-// minRequests is DESIGN §4's gate for quantile rules.
+// minRequests is the fewest requests in a window for a quantile rule to count.
 const minRequests = 20
 
-// conditions are DESIGN §4's rule conditions with its default thresholds, quantiles judged
+// conditions are the rules' conditions with their default thresholds, quantiles judged
 // by their bucket intervals.
 var conditions = map[string]func(p point, b baseline) bool{
 	RulePrefillBlocking: func(p point, _ baseline) bool {

@@ -19,7 +19,8 @@ import (
 // Job is the Prometheus job label of the simulated scrapes.
 const Job = "vllm"
 
-// Span is one finished request as vLLM traces it: one llm_request span (TELEMETRY §5).
+// Span is one finished request as vLLM traces it: one llm_request span (package vllm's span
+// vocabulary).
 type Span struct {
 	Instance, Model  string
 	RequestID        string

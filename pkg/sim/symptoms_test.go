@@ -6,14 +6,9 @@ import (
 	"time"
 )
 
-// secondary are the rules a fault may also trip on its instance while it lasts: DESIGN §4's
-// symptom rules, which the diagnosis reports as secondary to a specific cause, and the
-// symptoms that a cause produces by its nature (a saturated cache also queues requests).
-var secondary = map[string][]string{
-	RuleKVCacheSaturated:     {RulePastTheKnee},
-	RulePreemptionsFreeCache: {RuleKVCacheSaturated, RulePastTheKnee},
-}
-
+// symptomRules are the rules any fault may also trip on its instance while it lasts: the
+// latency symptoms, which the diagnosis reports as secondary to a specific cause. A fault's
+// scenario names the others it trips (alsoTrips).
 var symptomRules = []string{RulePrefillBound, RuleDecodeBound, RuleTokenBudgetStarved}
 
 // overlap is how long two intervals share.
@@ -61,7 +56,7 @@ func TestEachFaultShowsItsSymptomOnlyWhileItLasts(t *testing.T) {
 				allowed := map[string]bool{}
 				if len(truth) > 0 {
 					allowed[rule] = true
-					for _, r := range append(symptomRules, secondary[rule]...) {
+					for _, r := range append(symptomRules, faults[rule].alsoTrips...) {
 						allowed[r] = true
 					}
 				}

@@ -13,57 +13,6 @@ const (
 	truthMinSpan = 120.0 // shorter ones are dropped
 )
 
-// mechanisms say, from engine state over a minute (and the instance's state before the
-// fault as the baseline), whether a fault's cause is at work.
-var mechanisms = map[string]func(a, base window) bool{
-	// Long prompts prefilled whole held the engine for half a second or more.
-	RulePrefillBlocking: func(a, _ window) bool { return a.blocking > 0 },
-	// Prompts took several steps to prefill because of the token budget, without KV pressure.
-	RuleTokenBudgetStarved: func(a, base window) bool {
-		return a.firstTokens > 0 && mean(a.chunks, a.firstTokens) >= 3 &&
-			mean(a.chunks, a.firstTokens) >= 2*max(1, mean(base.chunks, base.firstTokens)) &&
-			a.preemptions == 0 && a.usage/a.span < 0.85
-	},
-	// Prefix caching is on but prompts do not share their prefix.
-	RulePrefixCacheMiss: func(a, _ window) bool {
-		return a.prefixCaching && a.queried > 0 && float64(a.hits)/float64(a.queried) < 0.5
-	},
-	// The drafter's tokens are mostly rejected.
-	RuleSpecDecodeInefficient: func(a, _ window) bool {
-		return a.specDecoding && a.draftTokens > 0 && float64(a.accepted)/float64(a.draftTokens) < 0.6
-	},
-	// The pool ran out and running requests were preempted, with the cache nearly full.
-	RuleKVCacheSaturated: func(a, _ window) bool {
-		return a.preemptions > 0 && a.exhausted > 0 && a.usage/a.span >= 0.85
-	},
-	// More than one preemption in the minute (the rule's rate above 1/min) while the cache was
-	// mostly free on average over the same minute.
-	RulePreemptionsFreeCache: func(a, _ window) bool {
-		return a.preemptions > 1 && a.usage/a.span < 0.9
-	},
-	// A fifth of the requests waited while the cache stayed mostly free.
-	RuleQueueWithFreeCache: func(a, _ window) bool {
-		return waitRatio(a) > 0.2 && a.usage/a.span < 0.7
-	},
-	// A fifth of the requests waited with the cache nearly full.
-	RulePastTheKnee: func(a, _ window) bool {
-		return waitRatio(a) > 0.2 && a.usage/a.span >= 0.85
-	},
-	// Clients gave up on more than 5% of the requests.
-	RuleClientTimeouts: func(a, _ window) bool {
-		return a.finished > 0 && float64(a.aborted)/float64(a.finished) > 0.05
-	},
-	// Prompts at least twice as long as before.
-	RulePrefillBound: func(a, base window) bool {
-		return a.firstTokens > 0 && base.firstTokens > 0 &&
-			mean(float64(a.promptTokens), a.firstTokens) >= 2*mean(float64(base.promptTokens), base.firstTokens)
-	},
-	// Each decode step at least twice as slow as before.
-	RuleDecodeBound: func(a, base window) bool {
-		return a.itlCount > 0 && base.itlCount > 0 && mean(a.itl, a.itlCount) >= 2*mean(base.itl, base.itlCount)
-	},
-}
-
 func mean(sum float64, n int) float64 {
 	if n == 0 {
 		return 0
@@ -83,7 +32,7 @@ func truth(s *instanceSim, start time.Time, duration float64) []Finding {
 	var out []Finding
 	per := int(truthWindow / s.scrape)
 	for _, f := range s.in.Faults {
-		check := mechanisms[f.Rule]
+		check := faults[f.Rule].mechanism
 		if check == nil {
 			continue
 		}

@@ -1,4 +1,4 @@
-// Package verdict answers "did each optimisation really do what it should?" (DESIGN §6): it
+// Package verdict answers "did each optimisation really do what it should?": it
 // compares a baseline window with the current one, per vLLM instance and model, for chunked
 // prefill, prefix caching, speculative decoding, an FP8 KV cache and the concurrency limit.
 // It is pure: it reads series.Sets that the signals package fetched and does no I/O. It owns

@@ -124,9 +124,9 @@ func fp8KVCache(base, cur Stats, p Params) (Outcome, string, string) {
 	if math.IsNaN(bp) || math.IsNaN(cp) {
 		return NotEnoughData, "", missing("KV usage and running requests", !math.IsNaN(bp), !math.IsNaN(cp))
 	}
-	// The seed's check is KV usage at the same concurrency: per running request, with the mean
-	// running within the load tolerance, since the tokens a request holds grow with how long
-	// it has been decoding, which a different concurrency changes.
+	// An FP8 KV cache is judged by KV usage at the same concurrency: per running request, with
+	// the mean running within the load tolerance, since the tokens a request holds grow with how
+	// long it has been decoding, which a different concurrency changes.
 	if d := cur.Running/base.Running - 1; math.Abs(d) > p.LoadTolerance {
 		return NotComparable, "", fmt.Sprintf("mean running requests went from %s to %s (%+.0f%%, more than %s): the fp8 check compares KV usage at the same concurrency; choose windows with similar load",
 			num(base.Running), num(cur.Running), 100*d, pct(p.LoadTolerance))

@@ -9,7 +9,7 @@ import (
 	"github.com/seed/vllm-datasource/pkg/series"
 )
 
-// Optimisation names one of the optimisations the seed measures; the names are the query's
+// Optimisation names one of the optimisations a verdict measures; the names are the query's
 // `optimisations` values.
 type Optimisation string
 
@@ -92,7 +92,8 @@ type Input struct {
 type Row struct {
 	Key          series.Key
 	Optimisation Optimisation
-	// Expected is the effect the seed promises.
+	// Expected is the effect the optimisation should have (the package documentation's stated
+	// bounds).
 	Expected string
 	// Baseline and Current are the measured values in each window; Change what moved.
 	Baseline, Current, Change string

@@ -1,6 +1,15 @@
 package vllm
 
-// Span vocabulary of vLLM's request tracing.
+// Span vocabulary of vLLM's request tracing. vLLM sends one span per finished request (name
+// llm_request, kind SERVER, from arrival to finish, no children; its parent comes from the
+// request's traceparent header). Current vLLM (the V1 engine, since about 0.11) always sets the
+// latency attributes (TTFT, e2e, queue, prefill, decode, inference, in seconds), the token
+// counts and the request id, and sets temperature, top_p, max_tokens and n only when they are
+// not zero. V0 engine spans (vLLM 0.8 to 0.10 fell back to it whenever tracing was on) carry the
+// response model and their own scheduler and forward times instead of the prefill, decode and
+// inference times. vLLM does not set service.name: OTEL_SERVICE_NAME does. TTFT and e2e run on
+// the front end's clock, queue, prefill and decode on the engine's, so e2e is about, not
+// exactly, their sum.
 const (
 	DefaultServiceName = "vllm"
 	DefaultSpanName    = "llm_request"

@@ -1,0 +1,158 @@
+package diagnosis
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/seed/vllm-datasource/pkg/series"
+)
+
+// The queue rules: requests waiting with the KV cache free (the scheduler's limits), or full (more
+// traffic than capacity). Their ids are persisted in dashboards, alert rules and settings.
+const (
+	QueueWithFreeCache = "queue_with_free_cache"
+	PastTheKnee        = "past_the_knee"
+)
+
+var queueWithFreeCache = Rule{
+	ID:      QueueWithFreeCache,
+	Title:   "Queue with free KV cache",
+	Symptom: "requests wait although the KV cache has room",
+	condition: "waiting / (running + waiting) > {waiting_ratio} and KV usage < {kv_usage} " +
+		"(waiting for capacity only, when vLLM reports the reason)",
+	Severity: Warning,
+	Cause:    "the token budget per step is too low (or --max-num-seqs is reached)",
+	Action:   "raise --max-num-batched-tokens (and --max-num-seqs if running sits at it)",
+	Evidence: []series.Signal{series.WaitingRatio, series.Waiting, series.WaitingCapacity, series.Running, series.KVUsage},
+	Params: []Param{
+		waitingShareParam,
+		param(kvUsageParam, 0.7, "fraction", Fraction, "KV usage below this"),
+		forParam(5),
+	},
+	Required: queueRequired,
+	Optional: []series.Signal{series.WaitingCapacity},
+	eval:     queued((*judge).below, Warning),
+	summary: func(e *env, i int) string {
+		j := newJudge()
+		return fmt.Sprintf("%s waiting of %s, KV usage %s", percent(waitingShare(e, &j, i)),
+			num(e.optional(series.Running, i)+e.optional(series.Waiting, i)), num(e.optional(series.KVUsage, i)))
+	},
+	recommend: budgetAdvice,
+	rank:      40,
+	lengthens: map[string]int{StageQueue: 30},
+}
+
+var pastTheKnee = Rule{
+	ID:        PastTheKnee,
+	Title:     "Past the knee",
+	Symptom:   "requests queue while the KV cache is nearly full",
+	condition: "waiting / (running + waiting) > {waiting_ratio} and KV usage ≥ {kv_usage}",
+	Severity:  Critical,
+	Cause:     "more traffic than the instance's capacity",
+	Action:    "add instances, route traffic elsewhere, or autoscale",
+	Evidence:  []series.Signal{series.WaitingRatio, series.Waiting, series.Running, series.KVUsage, series.RequestRate},
+	Params: []Param{
+		waitingShareParam,
+		param(kvUsageParam, 0.85, "fraction", Fraction, "KV usage at or above this"),
+		forParam(5),
+	},
+	Required: queueRequired,
+	Optional: []series.Signal{series.WaitingCapacity},
+	eval:     queued((*judge).atLeast, Critical),
+	summary: func(e *env, i int) string {
+		j := newJudge()
+		return fmt.Sprintf("%s of requests waiting, KV usage %s", percent(waitingShare(e, &j, i)), num(e.optional(series.KVUsage, i)))
+	},
+	recommend: recommender{
+		reads:   []series.Signal{series.RequestRate, series.Running, series.Waiting},
+		compute: instancesNeeded,
+	},
+	rank: 30,
+	// A batch as wide as the cache holds decodes each token slower.
+	lengthens: map[string]int{StageQueue: 20, StageDecode: 40},
+}
+
+// What the queue rules share: the share waiting, and the signals it needs with KV usage.
+var (
+	waitingShareParam = param(waitingRatioParam, 0.2, "fraction", Fraction, "share of requests waiting, of running plus waiting, above this")
+	queueRequired     = []series.Signal{series.Running, series.Waiting, series.KVUsage}
+)
+
+// queued is the condition of the queue rules: the share waiting above waiting_ratio, and KV
+// usage compared with kv_usage by kv.
+func queued(kv func(j *judge, v, t float64), sev Severity) func(e *env, i int) outcome {
+	return func(e *env, i int) outcome {
+		j := newJudge()
+		j.above(waitingShare(e, &j, i), e.p(waitingRatioParam))
+		kv(&j, e.value(&j, series.KVUsage, i), e.p(kvUsageParam))
+		return j.outcome(sev)
+	}
+}
+
+// waitingShare is waiting / (running + waiting), counting only requests that wait for capacity
+// when vLLM reports the reason (deferred ones wait on LoRA slots or KV transfers, not on the
+// budget). An idle server has no queue: 0.
+func waitingShare(e *env, j *judge, i int) float64 {
+	r := e.value(j, series.Running, i)
+	w := e.value(j, series.Waiting, i)
+	if c := e.optional(series.WaitingCapacity, i); !math.IsNaN(c) {
+		w = c
+	}
+	if r+w == 0 {
+		return 0
+	}
+	return w / (r + w)
+}
+
+// KneeInput is what InstancesNeeded reads: the arrival rate over the finding and the highest
+// request rate the instance held, within the range, while waiting stayed below 10% of running.
+type KneeInput struct {
+	Finished, QueueGrowth float64
+	Held                  float64
+}
+
+// InstancesNeeded is how many instances to add: arrivals (finished requests per second plus
+// the queue's growth per second, from the finding's start to the queue's peak) over the rate
+// one instance held without a queue, rounded up, less this instance.
+func InstancesNeeded(in KneeInput) Recommendation {
+	const flag = "add instances"
+	if math.IsNaN(in.Finished) {
+		return unknownRec(flag, "no request rate in the window (vllm:request_success_total)")
+	}
+	if !(in.Held > 0) {
+		return unknownRec(flag, "the range holds no step where this instance ran with waiting below 10% of running, so the rate one instance holds is unknown: widen the range to include healthy traffic")
+	}
+	growth := in.QueueGrowth
+	if math.IsNaN(growth) {
+		growth = 0
+	}
+	arrival := in.Finished + growth
+	need := math.Max(1, math.Ceil(arrival/in.Held))
+	return Recommendation{Flag: flag, Value: need - 1,
+		Effect: fmt.Sprintf("%s instances of this capacity carry the load with a short queue", num(need)),
+		Arithmetic: fmt.Sprintf("arrivals %s/s finished + %s/s queue growth = %s/s; one instance held %s/s with waiting < 10%% of running; ⌈%s / %s⌉ = %s instances, %s more",
+			num(in.Finished), num(growth), num(arrival), num(in.Held), num(arrival), num(in.Held), num(need), num(need-1))}
+}
+
+func instancesNeeded(e *env, sp span) Recommendation {
+	g := e.set.Grid
+	// Arrivals are measured while the queue grew: from the finding's start to the step where
+	// waiting peaked (a finding that lasts until the queue drains again grows by nothing).
+	top, peak := sp.start, math.Inf(-1)
+	for i := sp.start; i <= sp.end; i++ {
+		if w := e.at(series.Waiting, i); w > peak {
+			top, peak = i, w
+		}
+	}
+	in := KneeInput{Finished: e.meanOver(series.RequestRate, sp.start, top), QueueGrowth: math.NaN()}
+	if dur := g.Time(top).Sub(g.Time(sp.start)).Seconds(); dur > 0 {
+		in.QueueGrowth = (peak - e.at(series.Waiting, sp.start)) / dur
+	}
+	for i := 0; i < g.Len; i++ {
+		r, w, rate := e.at(series.Running, i), e.at(series.Waiting, i), e.at(series.RequestRate, i)
+		if r > 0 && w < 0.1*r && rate > in.Held {
+			in.Held = rate
+		}
+	}
+	return InstancesNeeded(in)
+}
