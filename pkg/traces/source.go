@@ -96,8 +96,6 @@ func InCheckWindow() string { return fmt.Sprintf("in the last %d hours", int(Che
 type Health struct {
 	// VLLMSpans: at least one vLLM span started in the last CheckWindow.
 	VLLMSpans bool
-	// Newest is the start of the newest vLLM span found (zero without VLLMSpans).
-	Newest time.Time
 	// Message says what was found, for Save & test.
 	Message string
 }

@@ -168,7 +168,7 @@ func (b Backend) Health(ctx context.Context, s traces.Source) (traces.Health, er
 	}
 	// Search answers newest first.
 	newest := reqs[0].Start
-	return traces.Health{VLLMSpans: true, Newest: newest, Message: fmt.Sprintf("%s at %s answers, with vLLM spans (service %q, span %q) %s; the newest found started %s",
+	return traces.Health{VLLMSpans: true, Message: fmt.Sprintf("%s at %s answers, with vLLM spans (service %q, span %q) %s; the newest found started %s",
 		b.Name, b.base.Redacted(), b.Opts.ServiceName, b.Opts.SpanName, window, ago(now.Sub(newest)))}, nil
 }
 
