@@ -28,7 +28,8 @@ type Explain struct {
 }
 
 // NewExplain plans the fetch of an explain query whose trace is req. Its instance and model
-// are quoted into the filters, so that they match exactly.
+// are quoted into the filters, so that they match exactly; its peers are searched with its
+// span vocabulary (Request.Generation): they come from the same engine.
 func NewExplain(s Settings, sc Scope, req traces.Request) Explain {
 	msc := Scope{From: sc.From, To: sc.To, Interval: sc.Interval, Instance: regexp.QuoteMeta(req.Instance)}
 	if from := req.Start.Add(-ExplainPad); from.Before(msc.From) {
@@ -41,7 +42,7 @@ func NewExplain(s Settings, sc Scope, req traces.Request) Explain {
 		msc.Model = regexp.QuoteMeta(req.Model)
 	}
 	p := Explain{Request: req, Peers: traces.Query{From: req.Start.Add(-ExplainPad), To: req.Start.Add(ExplainPad),
-		Instances: []string{req.Instance}, Limit: traces.DefaultMaxLimit}}
+		Instances: []string{req.Instance}, Limit: traces.DefaultMaxLimit, Generation: req.Generation()}}
 	p.Metrics, p.MetricsErr = NewDiagnosis(s, msc, nil, correlate.Signals())
 	return p
 }

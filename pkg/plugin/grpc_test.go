@@ -50,6 +50,7 @@ func TestPluginOverGRPC(t *testing.T) {
 		{"unreachable Prometheus is a downstream error", unreachablePrometheus},
 		{"Prometheus 5xx fails the query that hit it, downstream", prometheus5xx},
 		{"Prometheus slower than the timeout setting fails that query, downstream", prometheusTimeout},
+		{"Tempo's refusal of a search is Tempo's, downstream", tempoRefusalIsTempos},
 		{"the built binary answers over go-plugin as Grafana starts it", builtBinaryAnswersOverGoPlugin},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, e) })

@@ -12,6 +12,7 @@ import (
 	"github.com/seed/vllm-datasource/pkg/frames"
 	"github.com/seed/vllm-datasource/pkg/plan"
 	"github.com/seed/vllm-datasource/pkg/traces"
+	"github.com/seed/vllm-datasource/pkg/vllm"
 )
 
 // searchParallel bounds the trace searches of one query in flight at once.
@@ -48,15 +49,16 @@ func handleRequests(ctx context.Context, d *Datasource, q backend.DataQuery, que
 	in := correlate.Input{From: p.From, To: p.To}
 	var notices []string
 	metrics := ""
+	spans := vllm.GenerationNone
 	if merr != nil {
 		notices = in.WithMetrics(nil, nil, merr)
 	} else {
 		notices = in.WithMetrics(diag.Set, diag.Result.Findings, nil)
-		metrics = diag.Executed
+		metrics, spans = diag.Executed, diag.Fetch.Generation
 	}
 
 	// Phase 2: the searches depend on what the metrics answered.
-	sp := p.Searches(in)
+	sp := p.Searches(in).WithGeneration(spans)
 	reqs, info, _, err := traces.SearchAll(ctx, d.traces, sp.Queries, searchParallel)
 	if err != nil {
 		return errorResponse(err)

@@ -345,8 +345,8 @@ func TestRequestsAndExplain(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if h.Status != backend.HealthStatusOk || !strings.Contains(h.Message, "with vLLM spans") {
-			t.Fatalf("health %s %q, want OK with vLLM spans found", h.Status, h.Message)
+		if h.Status != backend.HealthStatusOk || !regexp.MustCompile(`with vLLM spans .* in the last 24 hours; the newest found started [^.]+ ago`).MatchString(h.Message) {
+			t.Fatalf("health %s %q, want OK with vLLM spans found in the last 24 hours, and the newest's age", h.Status, h.Message)
 		}
 	})
 }

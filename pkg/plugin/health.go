@@ -9,6 +9,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/seed/vllm-datasource/pkg/traces"
 	"github.com/seed/vllm-datasource/pkg/vllm"
 )
 
@@ -27,8 +28,10 @@ func (d *Datasource) CheckHealth(ctx context.Context, _ *backend.CheckHealthRequ
 		return &backend.CheckHealthResult{Status: backend.HealthStatusError,
 			Message: fmt.Sprintf("Prometheus at %s is reachable but holds no vLLM metrics (vllm:*)%s. Check that it scrapes vLLM's /metrics endpoint and that vLLM does not run with --disable-log-stats (which turns its metrics off).", redacted(d.settings.PrometheusURL), matchersNote(d.settings.LabelMatchers))}, nil
 	}
+	// Prometheus and the trace backend are looked at over the same window.
 	end := time.Now()
-	start := end.Add(-24 * time.Hour)
+	start := end.Add(-traces.CheckWindow)
+	window := traces.InCheckWindow()
 	instances, err := d.prom.Instances(ctx, "", start, end)
 	if err != nil {
 		return &backend.CheckHealthResult{Status: backend.HealthStatusError, Message: err.Error()}, nil
@@ -37,11 +40,11 @@ func (d *Datasource) CheckHealth(ctx context.Context, _ *backend.CheckHealthRequ
 	if err != nil {
 		return &backend.CheckHealthResult{Status: backend.HealthStatusError, Message: err.Error()}, nil
 	}
-	msg := fmt.Sprintf("Prometheus reachable: %s metric names (%d vLLM series names), %d vLLM instance(s) and %d model(s) in the last 24 hours.",
-		generationName(det.Generation), det.Names(), len(instances), len(models))
+	msg := fmt.Sprintf("Prometheus reachable: %s metric names (%d vLLM series names), %d vLLM instance(s) and %d model(s) %s.",
+		generationName(det.Generation), det.Names(), len(instances), len(models), window)
 	status := backend.HealthStatusOk
 	if len(instances) == 0 {
-		msg += " No instance reported vllm:num_requests_running in the last 24 hours: the data is older, or scraping stopped."
+		msg += " No instance reported vllm:num_requests_running " + window + ": the data is older, or scraping stopped."
 	}
 	if tr := d.tracesHealth(ctx); tr != "" {
 		msg += " " + tr

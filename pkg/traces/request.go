@@ -9,6 +9,15 @@
 // caller fills it from the metrics if the instance serves a single model. A search's
 // SearchInfo says what its answer lacks (SearchInfo.Notices: a search that stopped at its
 // limit, spans without latency attributes, spans of very large traces not read).
+//
+// vLLM's span vocabulary depends on its engine. Current (V1) spans always carry TTFT, e2e, time
+// in queue, in prefill, in decode and in inference, prompt and completion tokens and the request
+// id, and no model. Spans of the old V0 engine (vLLM 0.8 to 0.10 fell back to it whenever
+// tracing was on) lack the prefill, decode and inference times and carry the time in the
+// scheduler, in the model's forward pass and in model execution, and gen_ai.response.model. The
+// metrics of the same engine say which (vllm.Detect), and so does a span already read
+// (Request.Generation): Query.Generation passes it to a backend that returns only the
+// attributes it is asked for (SpanAttributes).
 package traces
 
 import (
@@ -53,8 +62,7 @@ func (s Fields) Has(f Field) bool { return s&(1<<f) != 0 }
 func (s *Fields) Add(f Field) { *s |= 1 << f }
 
 var fieldNames = map[Field]string{
-	FieldQueue: "queue", FieldPrefill: "prefill", FieldDecode: "decode", FieldInference: "inference",
-	FieldTTFT: "ttft", FieldE2E: "e2e",
+	FieldQueue: "queue", FieldPrefill: "prefill", FieldDecode: "decode", FieldTTFT: "ttft", FieldE2E: "e2e",
 }
 
 // Request is one vLLM request, read from its span.
@@ -94,8 +102,10 @@ type Request struct {
 	Present Fields
 }
 
-// latencyFields are the V1 stage attributes every current vLLM span has.
-var latencyFields = []Field{FieldQueue, FieldPrefill, FieldDecode, FieldInference, FieldTTFT, FieldE2E}
+// latencyFields are the latency values an answer shows (the stages, TTFT and e2e), all of which
+// every current vLLM span carries. Inference (prefill + decode) is read when a span has it, but
+// no answer shows it, so a search need not ask for it (see SpanAttributes).
+var latencyFields = []Field{FieldQueue, FieldPrefill, FieldDecode, FieldTTFT, FieldE2E}
 
 // IsV0 reports whether the span came from vLLM's V0 engine: it has the V0 timing attributes
 // and no prefill/decode split.
@@ -104,14 +114,26 @@ func (r *Request) IsV0() bool {
 	return v0 && !r.Present.Has(FieldPrefill) && !r.Present.Has(FieldDecode)
 }
 
-// Missing names the latency values the span lacks, among those its engine generation sets
-// (V0 spans never have prefill, decode and inference, so those are not reported for them).
-// A non-empty answer deserves a notice: the request is shown with what it has.
+// Generation says whose span vocabulary the request's span carries: V0 (see IsV0), V1 when it
+// has the prefill/decode split, GenerationNone when it has neither (it says nothing).
+func (r *Request) Generation() vllm.Generation {
+	switch {
+	case r.IsV0():
+		return vllm.GenerationV0
+	case r.Present.Has(FieldPrefill) || r.Present.Has(FieldDecode):
+		return vllm.GenerationV1
+	}
+	return vllm.GenerationNone
+}
+
+// Missing names the latency values an answer shows that the span lacks, among those its engine
+// generation sets (V0 spans never have prefill and decode, so those are not reported for
+// them). A non-empty answer deserves a notice: the request is shown with what it has.
 func (r *Request) Missing() []string {
 	var out []string
 	v0 := r.IsV0()
 	for _, f := range latencyFields {
-		if v0 && (f == FieldPrefill || f == FieldDecode || f == FieldInference) {
+		if v0 && (f == FieldPrefill || f == FieldDecode) {
 			continue
 		}
 		if !r.Present.Has(f) {
@@ -174,6 +196,25 @@ func (o Options) WithDefaults() Options {
 		o.DefaultLimit = min(DefaultLimit, o.MaxLimit)
 	}
 	return o
+}
+
+// SpanAttributes lists the span attributes an answer reads of a request (its stages, TTFT, e2e
+// and token counts), among those that spans of generation g carry (vLLM's span vocabulary, see
+// the package documentation): V1 spans the prefill/decode split; V0 spans the scheduler,
+// forward and execute times instead, which make IsV0 true, so that the split is not reported
+// missing, and the model (gen_ai.response.model). GenerationNone or GenerationMix (the spans'
+// engine is not known, or a fleet mixes both): both vocabularies. The service, instance and
+// model attributes the options name are the caller's to add: which of them a search must ask for
+// depends on its conditions.
+func SpanAttributes(g vllm.Generation) []string {
+	out := []string{vllm.AttrTTFT, vllm.AttrE2E, vllm.AttrQueue}
+	if g != vllm.GenerationV0 {
+		out = append(out, vllm.AttrPrefill, vllm.AttrDecode)
+	}
+	if g != vllm.GenerationV1 {
+		out = append(out, vllm.AttrTimeInScheduler, vllm.AttrTimeInForward, vllm.AttrTimeInExecute, vllm.AttrResponseModel)
+	}
+	return append(out, vllm.AttrPromptTokens, vllm.AttrOutputTokens)
 }
 
 // PortAttributes give the port of the serving process, for the host.name fallback of the

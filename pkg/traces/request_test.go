@@ -94,7 +94,7 @@ func TestNewRequestReadsV0Span(t *testing.T) {
 		t.Fatal("IsV0 = false for a span with V0 timings and no prefill/decode")
 	}
 	if len(r.Missing()) != 0 {
-		t.Errorf("Missing = %v; V0 spans never have prefill/decode/inference, so nothing is missing", r.Missing())
+		t.Errorf("Missing = %v; V0 spans never have prefill/decode, so nothing is missing", r.Missing())
 	}
 	if r.Model != "facebook/opt-125m" || r.Scheduler != 0.01 || r.Forward != 1.5 || r.Execute != 1.6 {
 		t.Errorf("request = %+v", r)
@@ -108,7 +108,7 @@ func TestNewRequestReportsMissingLatencies(t *testing.T) {
 	r := Options{}.WithDefaults().NewRequest(Span{Attributes: []*commonpb.KeyValue{
 		kv(vllm.AttrRequestID, "cmpl-1"), kv(vllm.AttrTTFT, 0.5),
 	}})
-	want := []string{"queue", "prefill", "decode", "inference", "e2e"}
+	want := []string{"queue", "prefill", "decode", "e2e"}
 	if !slices.Equal(r.Missing(), want) {
 		t.Errorf("Missing = %v, want %v", r.Missing(), want)
 	}

@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/seed/vllm-datasource/pkg/vllm"
 )
 
 // Source reads vLLM requests from a trace backend.
@@ -16,7 +18,8 @@ type Source interface {
 	// Get returns the vLLM request of one trace. When the trace holds several vLLM spans
 	// (a gateway that called vLLM more than once), the earliest is returned.
 	Get(ctx context.Context, traceID string) (Request, error)
-	// Check says whether the backend answers and whether vLLM spans arrived in the last hour.
+	// Check says whether the backend answers and whether vLLM spans started in the last
+	// CheckWindow, and how long ago the newest did.
 	Check(ctx context.Context) (Health, error)
 }
 
@@ -40,6 +43,12 @@ type Query struct {
 	// Limit bounds the answer (0 means Options.DefaultLimit; above Options.MaxLimit it is
 	// lowered to that).
 	Limit int
+	// Generation is the span vocabulary the searched spans can carry (see SpanAttributes):
+	// from the metrics of the instances searched, or from a span of the same instance already
+	// read. Empty, GenerationNone or GenerationMix: either. A backend that returns only the
+	// attributes it asks for (Tempo's select()) asks for that vocabulary's; one that returns
+	// whole spans (Jaeger) has no use for it.
+	Generation vllm.Generation
 }
 
 // SearchInfo describes a search's answer, for the notices shown beside it.
@@ -75,9 +84,17 @@ func (i SearchInfo) Notices(searches, limit int) []string {
 	return out
 }
 
+// CheckWindow is how far back Check looks for vLLM spans, and the health check for vLLM
+// series: a day, so that a quiet night or a stopped test fleet still shows what there is, with
+// its age.
+const CheckWindow = 24 * time.Hour
+
+// InCheckWindow says CheckWindow as health messages say it: "in the last 24 hours".
+func InCheckWindow() string { return fmt.Sprintf("in the last %d hours", int(CheckWindow.Hours())) }
+
 // Health is the answer of Check.
 type Health struct {
-	// VLLMSpans: at least one vLLM span started in the last hour.
+	// VLLMSpans: at least one vLLM span started in the last CheckWindow.
 	VLLMSpans bool
 	// Message says what was found, for Save & test.
 	Message string

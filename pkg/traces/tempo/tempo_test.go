@@ -60,7 +60,7 @@ func TestTempoSearchPadsTraceIDsWithoutLeadingZeros(t *testing.T) {
 		}
 	}
 	// These spans carry only their request id: shown, and counted for a notice.
-	if info.Incomplete != 2 || len(reqs[0].Missing()) != 6 {
+	if info.Incomplete != 2 || len(reqs[0].Missing()) != 5 {
 		t.Errorf("Incomplete = %d, Missing = %v; want both requests reported incomplete", info.Incomplete, reqs[0].Missing())
 	}
 }
@@ -109,8 +109,12 @@ func TestTempoSearchSendsTypedEscapedTraceQL(t *testing.T) {
 		{"no TTFT condition without a minimum", traces.Query{}, traces.Options{}, nil, []string{"time_to_first_token >="}},
 		{"service and span names escaped", traces.Query{}, traces.Options{ServiceName: `a"b\c`, SpanName: "x\ny"},
 			[]string{`resource.service.name = "a\"b\\c"`, `name = "x\ny"`}, nil},
-		{"configured attributes selected", traces.Query{}, traces.Options{InstanceAttribute: "k8s.pod.name", ModelAttribute: "my model"},
-			[]string{"span.k8s.pod.name", "resource.k8s.pod.name", `span."my model"`}, nil},
+		{"configured attributes selected, unscoped (span or resource)", traces.Query{}, traces.Options{InstanceAttribute: "k8s.pod.name", ModelAttribute: "my model"},
+			[]string{", .k8s.pod.name,", `, ."my model",`}, nil},
+		{"a threshold below a microsecond as 0.0 (Finish applies it exactly)", traces.Query{MinTTFT: 1e-300}, traces.Options{},
+			[]string{"time_to_first_token >= 0.0 }"}, nil},
+		{"a threshold above 10⁹ s as 10⁹", traces.Query{MinTTFT: 1e300}, traces.Options{},
+			[]string{"time_to_first_token >= 1000000000.0 }"}, nil},
 		{"newest traces first", traces.Query{}, traces.Options{}, []string{"| select(", ") with(most_recent=true)"}, nil},
 		{"one instance, exact, on the resource", traces.Query{Instances: []string{"vllm-07:8000"}, MinTTFT: 2}, traces.Options{},
 			[]string{`&& resource.service.instance.id = "vllm-07:8000" &&`, "time_to_first_token >= 2.0 }"}, []string{"=~"}},

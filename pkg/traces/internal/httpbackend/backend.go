@@ -146,21 +146,42 @@ func (b Backend) StatusError(status int, detail string) error {
 	return b.Fail(status, msg, nil)
 }
 
-// checkWindow is the range Check looks for vLLM spans in.
-const checkWindow = time.Hour
+// checkLimit bounds the health check's search. Tempo's searches keep the newest traces
+// (with(most_recent=true)), so one would do there; Jaeger's order depends on its storage, so a
+// few more make the newest found likelier to be the newest there is.
+const checkLimit = 20
 
-// Health implements Source.Check for the source s that b serves: a search of the last hour.
+// Health implements Source.Check for the source s that b serves: a search of the last
+// traces.CheckWindow, whose message says the window's length and the age of the newest span
+// found.
 func (b Backend) Health(ctx context.Context, s traces.Source) (traces.Health, error) {
 	now := time.Now()
-	reqs, _, err := s.Search(ctx, traces.Query{From: now.Add(-checkWindow), To: now, Limit: 1})
+	reqs, _, err := s.Search(ctx, traces.Query{From: now.Add(-traces.CheckWindow), To: now, Limit: checkLimit})
 	if err != nil {
 		return traces.Health{}, err
 	}
+	window := traces.InCheckWindow()
 	if len(reqs) == 0 {
-		return traces.Health{Message: fmt.Sprintf("%s at %s answers, but has no span %q of service %q in the last hour: "+
+		return traces.Health{Message: fmt.Sprintf("%s at %s answers, but has no span %q of service %q %s: "+
 			"check that vLLM runs with --otlp-traces-endpoint and OTEL_SERVICE_NAME=%s, and the service and span name settings",
-			b.Name, b.base.Redacted(), b.Opts.SpanName, b.Opts.ServiceName, b.Opts.ServiceName)}, nil
+			b.Name, b.base.Redacted(), b.Opts.SpanName, b.Opts.ServiceName, window, b.Opts.ServiceName)}, nil
 	}
-	return traces.Health{VLLMSpans: true, Message: fmt.Sprintf("%s at %s answers, with vLLM spans (service %q, span %q) in the last hour",
-		b.Name, b.base.Redacted(), b.Opts.ServiceName, b.Opts.SpanName)}, nil
+	// Search answers newest first.
+	newest := reqs[0].Start
+	return traces.Health{VLLMSpans: true, Message: fmt.Sprintf("%s at %s answers, with vLLM spans (service %q, span %q) %s; the newest found started %s",
+		b.Name, b.base.Redacted(), b.Opts.ServiceName, b.Opts.SpanName, window, ago(now.Sub(newest)))}, nil
+}
+
+// ago says how long ago something was, d before now, to the minute.
+func ago(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return "less than a minute ago"
+	case d < time.Hour:
+		return fmt.Sprintf("%d min ago", d/time.Minute)
+	}
+	if m := d % time.Hour / time.Minute; m > 0 {
+		return fmt.Sprintf("%d h %d min ago", d/time.Hour, m)
+	}
+	return fmt.Sprintf("%d h ago", d/time.Hour)
 }

@@ -21,10 +21,11 @@ import (
 	"github.com/seed/vllm-datasource/pkg/traces"
 )
 
-// Route answers one path with a recorded response, a file of testdata/.
+// Route answers one path with a recorded response: a file of testdata/, or Body when set.
 type Route struct {
 	Status int
 	File   string
+	Body   []byte
 }
 
 // Replay serves recorded responses of a real backend by path, and remembers the requests.
@@ -47,7 +48,10 @@ func NewReplay(t *testing.T, routes map[string]Route) *Replay {
 			http.NotFound(w, req)
 			return
 		}
-		body, err := os.ReadFile(filepath.Join("testdata", rt.File))
+		body, err := rt.Body, error(nil)
+		if body == nil {
+			body, err = os.ReadFile(filepath.Join("testdata", rt.File))
+		}
 		if err != nil {
 			t.Errorf("fixture: %v", err)
 			w.WriteHeader(http.StatusInternalServerError)
@@ -77,6 +81,38 @@ func (r *Replay) Requests() []*http.Request {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]*http.Request(nil), r.seen...)
+}
+
+// Recorded is an answer of a live backend recorded with the query that got it: a file of
+// testdata/ holding {"q": the query, "status": the HTTP status, "body": the answer, a JSON
+// string when the backend answered text}.
+type Recorded struct {
+	Q      string          `json:"q"`
+	Status int             `json:"status"`
+	Body   json.RawMessage `json:"body"`
+}
+
+// LoadRecorded reads a Recorded from a file of testdata/.
+func LoadRecorded(t testing.TB, file string) Recorded {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Recorded
+	if err := json.Unmarshal(b, &r); err != nil || r.Q == "" || r.Status == 0 || len(r.Body) == 0 {
+		t.Fatalf("%s is not a recorded answer with its query, status and body: %v", file, err)
+	}
+	return r
+}
+
+// Route serves the answer as the backend sent it: text unquoted, JSON as it is.
+func (r Recorded) Route() Route {
+	var text string
+	if json.Unmarshal(r.Body, &text) == nil {
+		return Route{Status: r.Status, Body: []byte(text)}
+	}
+	return Route{Status: r.Status, Body: r.Body}
 }
 
 // SentSpan is one entry of a fixture's _sent_spans.json: what the recorder sent.
@@ -216,6 +252,16 @@ func CheckWhole(t *testing.T, r traces.Request, sent map[string]SentSpan) {
 func BodyClient(status int, body []byte) *http.Client {
 	return &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) {
 		return &http.Response{StatusCode: status, Body: io.NopCloser(bytes.NewReader(body)), Header: http.Header{}}, nil
+	})}
+}
+
+// FuncClient answers every request with the status and body answer returns, in process: a
+// backend for thousands of requests, whose test reads what was sent from the requests answer
+// is given.
+func FuncClient(answer func(*http.Request) (int, string)) *http.Client {
+	return &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		status, body := answer(r)
+		return &http.Response{StatusCode: status, Body: io.NopCloser(strings.NewReader(body)), Header: http.Header{}}, nil
 	})}
 }
 
