@@ -51,6 +51,11 @@ module.exports = {
       'web-worker',
       'quick-lru',
       'stylis',
+      // Grafana 13 (.ci/frontend-grafana13): @grafana/data requires @react-hookz/web, which
+      // requires @ver0/deep-equal; @grafana/plugin-ui 0.17 requires @marcbachmann/cel-js.
+      '@react-hookz',
+      '@ver0',
+      '@marcbachmann',
       // @grafana/plugin-ui is CommonJS, but brings its own ES-module uuid under its node_modules.
       '@grafana/plugin-ui',
     ].join('|')})/)`,

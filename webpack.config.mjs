@@ -15,11 +15,16 @@ function stampPluginJson(content) {
   return content.toString().replaceAll('%VERSION%', version).replaceAll('%TODAY%', today);
 }
 
-// Grafana's plugin loader provides exactly these modules at run time (its sharedDependencies map);
-// bundling a second copy of React or of @grafana/* breaks hooks and context. react/jsx-runtime and
-// @grafana/schema are not in that map, so they are bundled (jsx-runtime uses the shared React).
+// Modules that Grafana's plugin loader provides at run time (its sharedDependencies map): bundling a
+// second copy of React or of @grafana/* breaks hooks and context. The JSX runtime is Grafana's too:
+// a bundled one belongs to the React it came from (React 18's reads internals React 19 removed, and
+// Grafana runs React 19 from 13.2), and Grafana shares it from 12.0.10, 12.1.7, 12.2.5 and 12.3.0
+// on, which is why plugin.json's grafanaDependency starts there. @grafana/schema is not in the map,
+// so it is bundled (types and a few enums).
 const externals = [
   'react',
+  'react/jsx-runtime',
+  'react/jsx-dev-runtime',
   'react-dom',
   'rxjs',
   'rxjs/operators',

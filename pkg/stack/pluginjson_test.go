@@ -47,9 +47,11 @@ func TestPluginJSONIsWhatGrafanasLoaderNeeds(t *testing.T) {
 	if !m.Alerting || !m.Annotations || !m.Metrics {
 		t.Errorf("alerting %v, annotations %v, metrics %v: all three are used", m.Alerting, m.Annotations, m.Metrics)
 	}
-	// The plugin runs on Grafana 12 and 13: the range must admit both and nothing older.
-	if m.Dependencies.GrafanaDependency != ">=12.0.0" {
-		t.Errorf("grafanaDependency %q: want >=12.0.0", m.Dependencies.GrafanaDependency)
+	// The front end takes React's JSX runtime from Grafana, which shares it with plugins from 12.0.10,
+	// 12.1.7, 12.2.5 and 12.3.0 on (README, "Build and install"): the range admits those releases
+	// and every later one, Grafana 13 included, and no earlier one.
+	if want := ">=12.0.10 <12.1 || >=12.1.7 <12.2 || >=12.2.5"; m.Dependencies.GrafanaDependency != want {
+		t.Errorf("grafanaDependency %q: want %s", m.Dependencies.GrafanaDependency, want)
 	}
 	for _, logo := range []string{m.Info.Logos.Small, m.Info.Logos.Large} {
 		if _, err := os.Stat(path("src", logo)); err != nil {
