@@ -9,8 +9,8 @@ import (
 	"github.com/seed/vllm-datasource/pkg/series"
 )
 
-// Optimisation names one of the optimisations the seed measures; the names are the query's
-// `optimisations` values.
+// Optimisation names one of the optimisations a verdict measures; the names are the verdict
+// query's `optimisations` values.
 type Optimisation string
 
 // The optimisations, in the order rows show them.
