@@ -19,10 +19,10 @@ import (
 	"github.com/seed/vllm-datasource/pkg/vllm"
 )
 
-// JSONData is the data source's jsonData: its names are a contract with provisioning files
-// (README, Settings), and `go generate ./pkg/plugin` writes its JSON schema and TypeScript type
-// from this declaration. Grafana's own HTTP settings (httpHeaderName1, tlsSkipVerify, …) sit
-// beside these in jsonData; the SDK reads them.
+// JSONData is the data source's jsonData, the plugin's settings; Grafana's own HTTP settings
+// (httpHeaderName1, tlsSkipVerify, …) sit beside them, and the SDK reads those. The names are a
+// contract with provisioning files (README, Settings): `go generate ./pkg/plugin` writes the
+// settings' JSON schema and TypeScript type from this declaration.
 type JSONData struct {
 	// The trace backend that holds vLLM's request spans.
 	TracesBackend TracesBackend `json:"tracesBackend,omitempty"`

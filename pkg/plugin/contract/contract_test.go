@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -177,5 +178,40 @@ func TestSettingsAgainstTheSchema(t *testing.T) {
 	}
 	if !slices.Contains(v.JSONDataNames(), "tracesBackend") || slices.Contains(v.JSONDataNames(), "httpHeaderName1") {
 		t.Errorf("jsonData names %v", v.JSONDataNames())
+	}
+}
+
+// TestEveryStringTypeOfTheModelsIsAnEnumeration: a field of a named string type (a format, a
+// severity, a trace backend) has fixed values, so the schema must list them: its type is one of
+// plugin.Enumerations.
+func TestEveryStringTypeOfTheModelsIsAnEnumeration(t *testing.T) {
+	known := map[reflect.Type]bool{}
+	for _, e := range plugin.Enumerations() {
+		known[e.Type] = true
+		if len(e.Values) == 0 {
+			t.Errorf("%s has no values", e.Type)
+		}
+	}
+	types := []reflect.Type{plugin.SettingsContract().JSONData, reflect.TypeFor[plugin.TextQuery]()}
+	for _, m := range plugin.QueryModels() {
+		types = append(types, m.Model)
+	}
+	var walk func(owner string, st reflect.Type)
+	walk = func(owner string, st reflect.Type) {
+		for f := range st.Fields() {
+			ft := f.Type
+			if ft.Kind() == reflect.Slice {
+				ft = ft.Elem()
+			}
+			switch {
+			case f.Anonymous && ft.Kind() == reflect.Struct:
+				walk(owner, ft)
+			case ft.Kind() == reflect.String && ft.PkgPath() != "" && !known[ft]:
+				t.Errorf("%s.%s is a %s, which plugin.Enumerations does not list", owner, f.Name, ft)
+			}
+		}
+	}
+	for _, m := range types {
+		walk(m.Name(), m)
 	}
 }
