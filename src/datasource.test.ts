@@ -3,7 +3,7 @@ import { firstValueFrom, type Observable } from 'rxjs';
 
 import { DataSource, regexFormatter } from './datasource';
 import { dataSourceWith, fakeTemplateSrv, instanceSettings } from './testUtils';
-import { DEFAULT_SIGNALS, type VllmQuery, type VllmVariableQuery } from './types';
+import { QUERY_DEFAULTS, type VllmQuery, type VllmVariableQuery } from './types';
 
 const vars = {
   instance: ['10.0.0.1:8000', '10.0.0.2:8000'],
@@ -95,12 +95,12 @@ describe('filterQuery', () => {
 });
 
 describe('defaults', () => {
-  it('offers a signals query that shows something with no input', () => {
+  it("offers a signals query that shows something with no input: the backend's default signals", () => {
     expect(dataSource().getDefaultQuery(CoreApp.PanelEditor)).toEqual({
       queryType: 'signals',
-      signals: DEFAULT_SIGNALS,
+      signals: ['ttft_p50', 'ttft_p99', 'kv_usage'],
     });
-    expect(DEFAULT_SIGNALS).toEqual(['ttft_p50', 'ttft_p99', 'kv_usage']);
+    expect(QUERY_DEFAULTS.signals.signals).toEqual(['ttft_p50', 'ttft_p99', 'kv_usage']);
   });
 
   it('offers diagnosis findings as the default annotation query', () => {

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed/vllm-datasource/pkg/diagnosis"
+	"github.com/seed/vllm-datasource/pkg/plugin"
 	"github.com/seed/vllm-datasource/pkg/sim"
 	"github.com/seed/vllm-datasource/pkg/stack"
 	"github.com/seed/vllm-datasource/pkg/vllm"
@@ -238,9 +239,10 @@ func testAlertSeries(t *testing.T, b *bed) {
 	for _, r := range provisioned {
 		raw, err := json.Marshal(r.Data[0].Model)
 		require.NoError(t, err)
-		q, err := stack.DecodeQuery(raw)
+		q, err := stack.DecodeRequestQuery(raw)
 		require.NoError(t, err)
-		for _, id := range q.Rules {
+		require.IsType(t, plugin.DiagnosisQuery{}, q)
+		for _, id := range q.(plugin.DiagnosisQuery).Rules {
 			keepFiring[id] = keepFiringFor(t, r)
 		}
 	}

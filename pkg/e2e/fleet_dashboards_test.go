@@ -91,7 +91,7 @@ func (b *fleetBed) run(t *testing.T, tg stack.Target, instance string) (plugin.Q
 	require.NoError(t, err)
 	model := map[string]any{}
 	require.NoError(t, json.Unmarshal([]byte(raw), &model))
-	model["queryType"] = q.QueryType
+	model["queryType"] = q.QueryType()
 	resp := ask(t, b.tp, b.pc, query(tg.RefID, model, b.from, b.to, scrape))
 	return q, resp.Responses[tg.RefID]
 }
@@ -120,12 +120,12 @@ func TestDashboardsOnAFleet(t *testing.T) {
 			if !hasRows(r.Frames) {
 				assert.NotEmpty(t, noticesOf(r.Frames), "panel %q has no data and no notice saying why", tg.Panel)
 			}
-			if q.QueryType == plugin.QueryTypeExplain && tg.PanelType != "annotation" {
+			if _, ok := q.(plugin.ExplainQuery); ok && tg.PanelType != "annotation" {
 				for _, name := range panelFieldRefs(t, tg) {
 					assert.True(t, hasField(r.Frames, name), "panel %q reads field %q, which no frame of the explain answer has", tg.Panel, name)
 				}
 			}
-			if q.QueryType == plugin.QueryTypeDiagnosis {
+			if q, ok := q.(plugin.DiagnosisQuery); ok {
 				switch q.Format {
 				case plugin.FormatFleet:
 					b.checkFleet(t, r.Frames)

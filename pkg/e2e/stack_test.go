@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed/vllm-datasource/pkg/diagnosis"
+	"github.com/seed/vllm-datasource/pkg/plugin"
 	"github.com/seed/vllm-datasource/pkg/sim"
 	"github.com/seed/vllm-datasource/pkg/stack"
 	"github.com/seed/vllm-datasource/pkg/testbed"
@@ -77,15 +78,15 @@ func TestProvisionedDashboardsAnswer(t *testing.T) {
 			require.NoError(t, err)
 			model := map[string]any{}
 			require.NoError(t, json.Unmarshal([]byte(raw), &model))
-			model["queryType"] = q.QueryType
+			model["queryType"] = q.QueryType()
 			resp := ask(t, tp, pc, query(tg.RefID, model, from, to, scrape))
 			r := resp.Responses[tg.RefID]
 			require.NoError(t, r.Error, "panel %q", tg.Panel)
 			require.NotEmpty(t, r.Frames)
 			// A findings query shows the injected finding unless it asks for other severities
 			// (the dashboards' annotations draw one severity each).
-			if q.QueryType == "diagnosis" && (q.Format == "" || q.Format == "findings") &&
-				(len(q.Severities) == 0 || slices.Contains(q.Severities, string(truthSeverity(t, truth.Rule)))) {
+			if dq, ok := q.(plugin.DiagnosisQuery); ok && (dq.Format == "" || dq.Format == plugin.FormatFindings) &&
+				(len(dq.Severities) == 0 || slices.Contains(dq.Severities, truthSeverity(t, truth.Rule))) {
 				assert.True(t, hasFinding(r.Frames[0], truth.Rule, truth.Instance),
 					"panel %q should show %s on %s", tg.Panel, truth.Rule, truth.Instance)
 			}
@@ -155,8 +156,10 @@ func testProvisionedAlertRules(t *testing.T, b *bed) {
 			a := r.Data[0]
 			raw, err := json.Marshal(a.Model)
 			require.NoError(t, err)
-			q, err := stack.DecodeQuery(raw)
+			parsed, err := stack.DecodeRequestQuery(raw)
 			require.NoError(t, err)
+			require.IsType(t, plugin.DiagnosisQuery{}, parsed)
+			q := parsed.(plugin.DiagnosisQuery)
 			require.Len(t, q.Rules, 1)
 			run := b.runs[jobOf(q.Rules[0], vllm.GenerationV1)]
 			require.NotNil(t, run, "no scenario for rule %s", q.Rules[0])

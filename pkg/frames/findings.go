@@ -10,9 +10,11 @@ import (
 	"github.com/seed/vllm-datasource/pkg/series"
 )
 
-// Findings is the `diagnosis` query's default format: one row per finding, with the fields of
-// DESIGN §3. The same frame serves as an annotation query result: Grafana maps time, timeEnd,
-// title, text and tags (one comma-separated string, which its annotation mapping splits).
+// Findings is the `diagnosis` query's default format: one row per finding, with the fields time,
+// timeEnd, rule, severity (critical, warning, info), title, text, tags, cause, action, evidence,
+// confidence, instance and model_name. The same frame serves as an annotation query result:
+// Grafana maps time, timeEnd, title, text and tags (one comma-separated string, which its
+// annotation mapping splits).
 // headline and secondary_to are added: the instance's likely bottleneck, and the cause a
 // symptom is secondary to; recommendation, the value to set with its arithmetic (or which
 // metric is missing). Notices say which rules had insufficient data or did not apply.

@@ -22,7 +22,7 @@ type FleetNumber struct {
 	Lowest bool
 }
 
-// FleetNumbers are the numbers behind a fleet line, the seed's signals that the matrix reads.
+// FleetNumbers are the numbers behind a fleet line: the signals the matrix's rules read most.
 var FleetNumbers = []FleetNumber{
 	{Signal: series.TTFTP99, Field: "ttft_p99", Label: "TTFT p99 (max)", Unit: "s"},
 	{Signal: series.KVUsage, Field: "kv_usage", Label: "KV usage (max)", Unit: "percentunit"},

@@ -22,32 +22,30 @@ const DrillDownPad = 2 * time.Minute
 
 // TraceLinks says where a trace id links to.
 type TraceLinks struct {
-	// DatasourceUID is Grafana's own Tempo or Jaeger data source; empty: no trace link.
+	// DatasourceUID is Grafana's own data source of the trace backend; empty: no trace link.
 	DatasourceUID string
-	// Backend is "tempo" or "jaeger": their query models differ.
+	// Backend names the trace backend in the link's title ("Open trace in Tempo"); Query is the
+	// query model with which that data source looks a trace id up, TraceIDValue standing for the
+	// id: the backends' models differ (pkg/plugin knows each).
 	Backend string
+	Query   map[string]any
 	// VLLMUID is the uid of the vLLM data source that answered, so that the drill-down
 	// queries the same one (a Grafana may have several).
 	VLLMUID string
 }
 
+// TraceIDValue is the trace id in a link of the requests table: Grafana fills in the row's value.
+const TraceIDValue = "${__value.raw}"
+
 // links returns the data links of a trace id field.
 func (l TraceLinks) links() []data.DataLink {
 	var out []data.DataLink
-	if l.DatasourceUID != "" {
-		// Tempo looks a trace id up as a TraceQL query; Jaeger's query model without a queryType
-		// is a trace id lookup.
-		query := map[string]any{"query": "${__value.raw}"}
-		title := "Open trace in Jaeger"
-		if l.Backend == "tempo" {
-			query["queryType"] = "traceql"
-			title = "Open trace in Tempo"
-		}
-		out = append(out, data.DataLink{Title: title, Internal: &data.InternalDataLink{DatasourceUID: l.DatasourceUID, Query: query}})
+	if l.DatasourceUID != "" && l.Query != nil {
+		out = append(out, data.DataLink{Title: "Open trace in " + l.Backend, Internal: &data.InternalDataLink{DatasourceUID: l.DatasourceUID, Query: l.Query}})
 	}
 	out = append(out, data.DataLink{
 		Title: "Correlated metrics and explanation",
-		URL: DrillDownURL(DrillDown{VLLMUID: l.VLLMUID, TracesUID: l.DatasourceUID, TraceID: "${__value.raw}",
+		URL: DrillDownURL(DrillDown{VLLMUID: l.VLLMUID, TracesUID: l.DatasourceUID, TraceID: TraceIDValue,
 			Instance: "${__data.fields.instance}", Model: "${__data.fields.model}",
 			From: "${__data.fields.drilldown_from}", To: "${__data.fields.drilldown_to}"}),
 	})

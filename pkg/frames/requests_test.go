@@ -1,6 +1,7 @@
 package frames
 
 import (
+	"maps"
 	"math"
 	"strconv"
 	"strings"
@@ -116,15 +117,15 @@ func TestDrillDownURL(t *testing.T) {
 }
 
 func TestRequestLinks(t *testing.T) {
+	lookup := map[string]any{"queryType": "traceql", "query": TraceIDValue}
 	cases := []struct {
-		name      string
-		links     TraceLinks
-		internal  bool
-		queryType any
+		name     string
+		links    TraceLinks
+		internal bool
 	}{
-		{"Tempo: a TraceQL trace id lookup", TraceLinks{DatasourceUID: "tempo-uid", Backend: "tempo"}, true, "traceql"},
-		{"Jaeger: a trace id lookup has no queryType", TraceLinks{DatasourceUID: "jaeger-uid", Backend: "jaeger"}, true, nil},
-		{"no data source uid: only the drill-down", TraceLinks{Backend: "jaeger"}, false, nil},
+		{"the trace data source's own lookup first", TraceLinks{DatasourceUID: "tempo-uid", Backend: "Tempo", Query: lookup}, true},
+		{"no data source uid: only the drill-down", TraceLinks{Backend: "Tempo", Query: lookup}, false},
+		{"no lookup query: only the drill-down", TraceLinks{DatasourceUID: "tempo-uid", Backend: "Tempo"}, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -132,12 +133,12 @@ func TestRequestLinks(t *testing.T) {
 			id, _ := f.FieldByName("trace_id")
 			links := id.Config.Links
 			if c.internal {
-				if len(links) != 2 || links[0].Internal == nil || links[0].Internal.DatasourceUID != c.links.DatasourceUID {
+				if len(links) != 2 || links[0].Internal == nil || links[0].Internal.DatasourceUID != c.links.DatasourceUID ||
+					links[0].Title != "Open trace in Tempo" {
 					t.Fatalf("links %+v, want the trace data source first", links)
 				}
-				q := links[0].Internal.Query.(map[string]any)
-				if q["query"] != "${__value.raw}" || q["queryType"] != c.queryType {
-					t.Fatalf("trace query %v, want the trace id with queryType %v", q, c.queryType)
+				if q := links[0].Internal.Query.(map[string]any); !maps.Equal(q, lookup) {
+					t.Fatalf("trace query %v, want %v", q, lookup)
 				}
 			} else if len(links) != 1 {
 				t.Fatalf("links %+v, want only the drill-down", links)

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -87,6 +88,16 @@ func unknownSeverity(t *testing.T, e *env) {
 	failsAlone(t, e, pluginContext(e.v1.URL, nil), q, badQueryFailure(`"fatal"`, "critical, warning, info"))
 }
 
+func unknownDiagnosisFormat(t *testing.T, e *env) {
+	q := e.dataQuery("BAD", map[string]any{"queryType": "diagnosis", "format": "table"})
+	failsAlone(t, e, pluginContext(e.v1.URL, nil), q, badQueryFailure(`"table"`, "findings, timeline, alert, fleet, recommendation"))
+}
+
+func unknownExplainFormat(t *testing.T, e *env) {
+	q := e.dataQuery("BAD", map[string]any{"queryType": "explain", "format": "timeline", "traceId": "4bf92f3577b34da6a3ce929d0e0e4736"})
+	failsAlone(t, e, pluginContext(e.v1.URL, nil), q, badQueryFailure(`"timeline"`, "empty for the explanation", "annotation"))
+}
+
 func invalidInstanceRegex(t *testing.T, e *env) {
 	q := signalsQuery(string(series.KVUsage))
 	q["instance"] = "10.0.0.(1"
@@ -99,13 +110,18 @@ func emptyTimeRange(t *testing.T, e *env) {
 	failsAlone(t, e, pluginContext(e.v1.URL, nil), q, badQueryFailure("time range", "shorter than one step"))
 }
 
+// panicQuery is a query type whose handler panics.
+type panicQuery struct{}
+
+func (panicQuery) QueryType() QueryType { return "panics_in_test" }
+
 func panickingHandler(t *testing.T, e *env) {
-	const qt = "panics_in_test"
-	handlers[qt] = func(context.Context, *Datasource, backend.DataQuery, Query) backend.DataResponse {
+	saved := queryTypes
+	queryTypes = append(slices.Clone(queryTypes), kind(func(context.Context, *Datasource, backend.DataQuery, panicQuery) backend.DataResponse {
 		panic("deliberate test panic")
-	}
-	t.Cleanup(func() { delete(handlers, qt) })
-	failsAlone(t, e, pluginContext(e.v1.URL, nil), e.dataQuery("BAD", map[string]any{"queryType": qt}),
+	}, panicQuery{}))
+	t.Cleanup(func() { queryTypes = saved })
+	failsAlone(t, e, pluginContext(e.v1.URL, nil), e.dataQuery("BAD", map[string]any{"queryType": panicQuery{}.QueryType()}),
 		wantFailure{status: backend.StatusInternal, source: backend.ErrorSourcePlugin, says: []string{"internal error", "query BAD", "deliberate test panic"}, never: []string{"goroutine", "runtime/debug"}})
 }
 

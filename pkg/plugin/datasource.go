@@ -150,18 +150,6 @@ func (d *Datasource) Dispose() {
 	}
 }
 
-// handler answers one query of one type.
-type handler func(ctx context.Context, d *Datasource, q backend.DataQuery, query Query) backend.DataResponse
-
-// handlers maps each query type to its handler.
-var handlers = map[string]handler{
-	QueryTypeSignals:   handleSignals,
-	QueryTypeDiagnosis: handleDiagnosis,
-	QueryTypeVerdict:   handleVerdict,
-	QueryTypeRequests:  handleRequests,
-	QueryTypeExplain:   handleExplain,
-}
-
 // QueryData answers each query of a request on its own, concurrently; one query's failure or
 // panic becomes that query's error and never fails the batch.
 func (d *Datasource) QueryData(ctx context.Context, req *backend.QueryDataRequest) (*backend.QueryDataResponse, error) {
@@ -185,11 +173,8 @@ func (d *Datasource) query(ctx context.Context, q backend.DataQuery) backend.Dat
 	if err != nil {
 		return badQuery(err)
 	}
-	h, ok := handlers[query.QueryType]
-	if !ok {
-		return badQuery(fmt.Errorf("unknown queryType %q: use one of signals, diagnosis, requests, explain, verdict", query.QueryType))
-	}
-	return h(ctx, d, q, query)
+	k, _ := lookup(queryTypes, query.QueryType())
+	return k.handle(ctx, d, q, query)
 }
 
 // CallResource serves the routes that editors and template variables call.

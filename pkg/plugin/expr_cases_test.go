@@ -42,8 +42,18 @@ func TestExprIsReadAsTheEditorReadsIt(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if q.QueryType != c.QueryType || q.TraceID != c.TraceID || !slices.Equal(q.Signals, c.Signals) && len(q.Signals)+len(c.Signals) > 0 ||
-				!slices.Equal(q.Rules, c.Rules) && len(q.Rules)+len(c.Rules) > 0 {
+			var traceID string
+			var sigs, rules []string
+			switch q := q.(type) {
+			case ExplainQuery:
+				traceID = q.TraceID
+			case SignalsQuery:
+				sigs = q.Signals
+			case DiagnosisQuery:
+				rules = q.Rules
+			}
+			if string(q.QueryType()) != c.QueryType || traceID != c.TraceID || !slices.Equal(sigs, c.Signals) && len(sigs)+len(c.Signals) > 0 ||
+				!slices.Equal(rules, c.Rules) && len(rules)+len(c.Rules) > 0 {
 				t.Errorf("read as %+v, want %+v", q, c)
 			}
 		})

@@ -312,7 +312,7 @@ type faultCase struct {
 	neighbour string
 }
 
-func diagnosisQuery(format string) map[string]any {
+func diagnosisQuery(format DiagnosisFormat) map[string]any {
 	return map[string]any{"queryType": "diagnosis", "format": format}
 }
 

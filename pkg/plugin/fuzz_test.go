@@ -9,7 +9,7 @@ import (
 )
 
 // FuzzParseQuery: any query JSON and query type parse or fail with an error, never a panic;
-// a parsed query has one of the known types or the one Grafana sent.
+// a parsed query is of a known type, the one Grafana sent if it sent one.
 func FuzzParseQuery(f *testing.F) {
 	f.Add([]byte(`{"queryType":"signals","signals":["ttft_p50"],"instance":"a.*"}`), "")
 	f.Add([]byte(`{"queryType":"requests","limit":-1,"minTtft":1e308}`), "requests")
@@ -18,11 +18,11 @@ func FuzzParseQuery(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if queryType != "" && q.QueryType != queryType {
-			t.Errorf("query type %q, Grafana sent %q", q.QueryType, queryType)
+		if queryType != "" && string(q.QueryType()) != queryType {
+			t.Errorf("query type %q, Grafana sent %q", q.QueryType(), queryType)
 		}
-		if q.QueryType == "" {
-			t.Error("a parsed query without a type")
+		if _, ok := lookup(queryTypes, q.QueryType()); !ok {
+			t.Errorf("a parsed query of the unknown type %q", q.QueryType())
 		}
 	})
 }
@@ -38,14 +38,14 @@ func FuzzExpr(f *testing.F) {
 		if err != nil {
 			return
 		}
-		switch q.QueryType {
-		case QueryTypeExplain:
+		switch q := q.(type) {
+		case ExplainQuery:
 			if strings.TrimSpace(q.TraceID) == "" {
 				t.Errorf("explain without a trace id from %q", expr)
 			}
-		case QueryTypeSignals, QueryTypeDiagnosis:
+		case SignalsQuery, DiagnosisQuery:
 		default:
-			t.Errorf("expr %q parsed as %q", expr, q.QueryType)
+			t.Errorf("expr %q parsed as %q", expr, q.QueryType())
 		}
 	})
 }

@@ -43,6 +43,8 @@ func TestPluginOverGRPC(t *testing.T) {
 		{"unknown queryType fails that query only", unknownQueryType},
 		{"unknown signal fails that query only", unknownSignal},
 		{"unknown severity of a findings filter fails that query only", unknownSeverity},
+		{"unknown diagnosis format fails that query only", unknownDiagnosisFormat},
+		{"unknown explain format fails that query only", unknownExplainFormat},
 		{"invalid instance regex fails that query only", invalidInstanceRegex},
 		{"empty time range fails that query only", emptyTimeRange},
 		{"a panicking handler fails that query only", panickingHandler},

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -13,56 +14,76 @@ import (
 	"github.com/seed/vllm-datasource/pkg/frames"
 	"github.com/seed/vllm-datasource/pkg/plan"
 	"github.com/seed/vllm-datasource/pkg/series"
-	"github.com/seed/vllm-datasource/pkg/signals"
+	"github.com/seed/vllm-datasource/pkg/vllm"
 )
 
-// Formats of a diagnosis query.
+// Formats of a diagnosis query; diagnosisFormats says what each answers.
 const (
-	FormatFindings = "findings"
-	FormatTimeline = "timeline"
-	FormatAlert    = "alert"
-	FormatFleet    = "fleet"
-	// FormatRecommendation is the recommended values as series, for alert summaries.
-	FormatRecommendation = "recommendation"
+	FormatFindings       DiagnosisFormat = "findings"
+	FormatTimeline       DiagnosisFormat = "timeline"
+	FormatAlert          DiagnosisFormat = "alert"
+	FormatFleet          DiagnosisFormat = "fleet"
+	FormatRecommendation DiagnosisFormat = "recommendation"
 )
 
-func handleDiagnosis(ctx context.Context, d *Datasource, q backend.DataQuery, query Query) backend.DataResponse {
-	format := query.Format
-	if format == "" {
-		format = FormatFindings
+// diagnosisFormat is one form of a diagnosis query's answer.
+type diagnosisFormat struct {
+	EnumValue
+	// extra are signals the format shows beside what the rules read.
+	extra func() []series.Signal
+	// build writes the format's frames from an evaluation.
+	build func(diag *Diagnosis, query DiagnosisQuery, sel diagnosis.Selection) data.Frames
+}
+
+// diagnosisFormats are the formats of a diagnosis query (FormatFindings when it names none): a
+// new format is one entry here.
+var diagnosisFormats = []diagnosisFormat{
+	{EnumValue: EnumValue{Value: string(FormatFindings), Doc: "the findings table, also usable as annotations (headlineOnly and severities select)"},
+		build: func(diag *Diagnosis, _ DiagnosisQuery, sel diagnosis.Selection) data.Frames {
+			res := diag.Result
+			res.Findings = sel.Keep(diag.Result.Findings)
+			return data.Frames{frames.Findings(res)}
+		}},
+	{EnumValue: EnumValue{Value: string(FormatTimeline), Doc: "each instance's and rule's state over time (allRules: every rule of every instance)"},
+		build: func(diag *Diagnosis, query DiagnosisQuery, _ diagnosis.Selection) data.Frames {
+			return frames.Timeline(diag.Result, query.AllRules)
+		}},
+	{EnumValue: EnumValue{Value: string(FormatAlert), Doc: "one series per rule and instance, 1 while its condition holds, for alert rules"},
+		build: func(diag *Diagnosis, _ DiagnosisQuery, _ diagnosis.Selection) data.Frames {
+			return frames.AlertSeries(diag.Result)
+		}},
+	{EnumValue: EnumValue{Value: string(FormatFleet), Doc: "one line per instance and model, worst first: its headline finding or healthy"},
+		extra: frames.FleetSignals,
+		build: func(diag *Diagnosis, _ DiagnosisQuery, _ diagnosis.Selection) data.Frames {
+			return data.Frames{frames.Fleet(diag.Result, diag.Set)}
+		}},
+	{EnumValue: EnumValue{Value: string(FormatRecommendation), Doc: "the recommended value per rule and instance while a finding holds, for alert summaries"},
+		build: func(diag *Diagnosis, _ DiagnosisQuery, _ diagnosis.Selection) data.Frames {
+			return frames.RecommendationSeries(diag.Result)
+		}},
+}
+
+func handleDiagnosis(ctx context.Context, d *Datasource, q backend.DataQuery, query DiagnosisQuery) backend.DataResponse {
+	format, ok := lookup(diagnosisFormats, cmp.Or(query.Format, FormatFindings))
+	if !ok {
+		return badQuery(fmt.Errorf("format %q is not one of %s", query.Format, valueList(diagnosisFormats)))
 	}
-	if format != FormatFindings && format != FormatTimeline && format != FormatAlert && format != FormatFleet && format != FormatRecommendation {
-		return badQuery(fmt.Errorf("format %q is not one of findings, timeline, alert, fleet, recommendation", format))
-	}
-	sel := diagnosis.Selection{HeadlineOnly: query.HeadlineOnly, Severities: query.Severities}
+	sel := diagnosis.Selection{HeadlineOnly: query.HeadlineOnly, Severities: strs(query.Severities)}
 	if err := sel.Validate(); err != nil {
 		return badQuery(err)
 	}
 	var extra []series.Signal
-	if format == FormatFleet {
-		extra = frames.FleetSignals()
+	if format.extra != nil {
+		extra = format.extra()
 	}
-	diag, err := d.diagnose(ctx, q, query, query.Rules, extra)
+	diag, err := d.diagnose(ctx, q, query.Scope, query.Rules, extra)
 	if err != nil {
 		return errorResponse(err)
 	}
 	// Many viewers of one dashboard ask for the same answers from the same evaluation: each
 	// is built once, and every response gets copies of its frames with their own meta.
-	built := diag.answers.get(fmt.Sprintf("%s %t %v", format, query.AllRules, sel), func() data.Frames {
-		switch format {
-		case FormatTimeline:
-			return frames.Timeline(diag.Result, query.AllRules)
-		case FormatAlert:
-			return frames.AlertSeries(diag.Result)
-		case FormatFleet:
-			return data.Frames{frames.Fleet(diag.Result, diag.Set)}
-		case FormatRecommendation:
-			return frames.RecommendationSeries(diag.Result)
-		default:
-			res := diag.Result
-			res.Findings = sel.Keep(diag.Result.Findings)
-			return data.Frames{frames.Findings(res)}
-		}
+	built := diag.answers.get(fmt.Sprintf("%s %t %v", format.Value, query.AllRules, sel), func() data.Frames {
+		return format.build(diag, query, sel)
 	})
 	return backend.DataResponse{Frames: frames.Evaluated(frames.Copies(built), frames.Evaluation{
 		Executed: diag.Executed, Set: diag.Set, Shared: diag.Shared, EvaluatedAt: diag.EvaluatedAt})}
@@ -102,7 +123,9 @@ func (a *answers) get(key string, build func() data.Frames) data.Frames {
 type Diagnosis struct {
 	Result diagnosis.Result
 	Set    *series.Set
-	Fetch  *signals.Result
+	// Generation is the metric vocabulary the Prometheus held, which tells the trace searches
+	// which span attributes can exist.
+	Generation vllm.Generation
 	// Executed is the plan as fetched, for the frames' executedQueryString.
 	Executed string
 	// answers are the frames already built from this evaluation.
@@ -117,8 +140,8 @@ type Diagnosis struct {
 // pending periods), then fetches and evaluates it. The queries of one refresh share the
 // evaluation: every caller's signals are fetched with the request join's, so that the requests
 // table shares it too.
-func (d *Datasource) diagnose(ctx context.Context, q backend.DataQuery, query Query, rules []string, extra []series.Signal) (*Diagnosis, error) {
-	p, err := plan.NewDiagnosis(d.planSettings(), scopeOf(q, query), rules, extra)
+func (d *Datasource) diagnose(ctx context.Context, q backend.DataQuery, sc Scope, rules []string, extra []series.Signal) (*Diagnosis, error) {
+	p, err := plan.NewDiagnosis(d.planSettings(), scopeOf(q, sc), rules, extra)
 	if err != nil {
 		return nil, err
 	}
@@ -154,5 +177,5 @@ func (d *Datasource) evaluate(ctx context.Context, p plan.Diagnosis) (*Diagnosis
 	if err != nil {
 		return nil, backend.PluginError(err)
 	}
-	return &Diagnosis{Result: result, Set: res.Set, Fetch: res, Executed: p.Executed(res.Plan), answers: &answers{}, EvaluatedAt: time.Now()}, nil
+	return &Diagnosis{Result: result, Set: res.Set, Generation: res.Generation, Executed: p.Executed(res.Plan), answers: &answers{}, EvaluatedAt: time.Now()}, nil
 }

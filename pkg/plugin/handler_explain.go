@@ -17,14 +17,25 @@ import (
 	"github.com/seed/vllm-datasource/pkg/traces"
 )
 
-// explainAnnotation is the explain query's format that answers only the request's interval,
+// ExplainAnnotation is the explain query's format that answers only the request's interval,
 // for an annotation query.
-const explainAnnotation = "annotation"
+const ExplainAnnotation ExplainFormat = "annotation"
+
+// explainFormat is one form of an explain query's answer besides the explanation (no format).
+type explainFormat struct{ EnumValue }
+
+// explainFormats are the formats of an explain query; without one it answers the explanation.
+var explainFormats = []explainFormat{
+	{EnumValue{Value: string(ExplainAnnotation), Doc: "the request's interval alone, as a plain frame for annotation queries"}},
+}
 
 // handleExplain answers an explain query: one request by trace id, its stages, the findings
 // active while it ran, and the signals of its instance around it. The trace comes first (it
 // says which instance and when); its peers and the metrics are then fetched in parallel.
-func handleExplain(ctx context.Context, d *Datasource, q backend.DataQuery, query Query) backend.DataResponse {
+func handleExplain(ctx context.Context, d *Datasource, q backend.DataQuery, query ExplainQuery) backend.DataResponse {
+	if _, ok := lookup(explainFormats, query.Format); query.Format != "" && !ok {
+		return badQuery(fmt.Errorf("format %q is not one an explain query answers: leave it empty for the explanation, or use %s", query.Format, valueList(explainFormats)))
+	}
 	if d.traces == nil {
 		return badQuery(errNoTraces)
 	}
@@ -34,7 +45,7 @@ func handleExplain(ctx context.Context, d *Datasource, q backend.DataQuery, quer
 	req, err := d.traces.Get(ctx, query.TraceID)
 	if errors.Is(err, traces.ErrNotFound) {
 		return errorResponse(fmt.Errorf("%w: no trace %s in %s at %s: it may have expired or been sampled out", traces.ErrNotFound,
-			strings.TrimSpace(query.TraceID), backendName(d.settings.TracesBackend), redacted(d.settings.TracesURL)))
+			strings.TrimSpace(query.TraceID), d.settings.tracesName(), redacted(d.settings.TracesURL)))
 	}
 	if err != nil {
 		return errorResponse(err)
@@ -42,7 +53,7 @@ func handleExplain(ctx context.Context, d *Datasource, q backend.DataQuery, quer
 
 	// The metrics and the peers are independent: fetched at once. Neither fails the query:
 	// each error is a notice, so the group's goroutines return none.
-	p := plan.NewExplain(d.planSettings(), scopeOf(q, Query{}), req)
+	p := plan.NewExplain(d.planSettings(), scopeOf(q, Scope{}), req)
 	var (
 		around   []traces.Request
 		peersRan traces.SearchInfo
@@ -76,7 +87,7 @@ func handleExplain(ctx context.Context, d *Datasource, q backend.DataQuery, quer
 	notices = append(notices, res.Notices...)
 	row := slices.IndexFunc(res.Rows, func(r correlate.Row) bool { return r.TraceID == req.TraceID })
 	e := correlate.Explain(res.Rows[row])
-	if query.Format == explainAnnotation {
+	if query.Format == ExplainAnnotation {
 		// The drill-down draws the request's interval on its graphs from this frame alone.
 		return backend.DataResponse{Frames: data.Frames{frames.RequestInterval(e)}}
 	}
@@ -101,11 +112,4 @@ func peers(ctx context.Context, d *Datasource, p plan.Explain) ([]traces.Request
 	}
 	out := slices.DeleteFunc(around, func(r traces.Request) bool { return r.TraceID == req.TraceID })
 	return append(out, req), info, nil
-}
-
-func backendName(b string) string {
-	if b == TracesTempo {
-		return "Tempo"
-	}
-	return "Jaeger"
 }

@@ -20,7 +20,7 @@ const searchParallel = 4
 
 // handleRequests answers a requests query: the vLLM spans of the range, each joined with the
 // metric state at its start, the worst while it ran and the findings active, flagged when it
-// stands out, and ranked by how far it stands from its instance's typical TTFT (DESIGN §3, §5).
+// stands out, and ranked by how far it stands from its instance's typical TTFT.
 //
 // The metrics come first: they name the instances that match the query's filters (the trace
 // backends can only match exact instance values, and V1 spans carry no model) and give each
@@ -31,11 +31,11 @@ const searchParallel = 4
 // slowest requests of the range are found whatever the limit (plan.NewRequests, then its
 // Searches from the metrics' answer). correlate.Requests then joins what they returned, keeps
 // the query's rows, ranks them and writes the notices.
-func handleRequests(ctx context.Context, d *Datasource, q backend.DataQuery, query Query) backend.DataResponse {
+func handleRequests(ctx context.Context, d *Datasource, q backend.DataQuery, query RequestsQuery) backend.DataResponse {
 	if d.traces == nil {
 		return badQuery(errNoTraces)
 	}
-	p, err := plan.NewRequests(d.planSettings(), scopeOf(q, query),
+	p, err := plan.NewRequests(d.planSettings(), scopeOf(q, query.Scope),
 		plan.RequestFilters{MinTTFT: query.MinTTFT, Limit: query.Limit, AnomalousOnly: query.AnomalousOnly}, time.Now())
 	if err != nil {
 		return badQuery(err)
@@ -54,7 +54,7 @@ func handleRequests(ctx context.Context, d *Datasource, q backend.DataQuery, que
 		notices = in.WithMetrics(nil, nil, merr)
 	} else {
 		notices = in.WithMetrics(diag.Set, diag.Result.Findings, nil)
-		metrics, spans = diag.Executed, diag.Fetch.Generation
+		metrics, spans = diag.Executed, diag.Generation
 	}
 
 	// Phase 2: the searches depend on what the metrics answered.
@@ -65,8 +65,7 @@ func handleRequests(ctx context.Context, d *Datasource, q backend.DataQuery, que
 	}
 	in.Requests, in.Truncated = sp.Filter(reqs), info.Truncated
 	rows, notices := correlate.Requests(in, sp.Selection, slices.Concat(notices, sp.Notices, info.Notices(len(sp.Queries), sp.Selection.Limit)))
-	links := frames.TraceLinks{DatasourceUID: d.settings.TracesDatasourceUID, Backend: d.settings.TracesBackend, VLLMUID: answeringUID(ctx)}
-	return backend.DataResponse{Frames: data.Frames{frames.Requests(rows, links, signalInfo, p.Executed(metrics, info.Query), notices)}}
+	return backend.DataResponse{Frames: data.Frames{frames.Requests(rows, d.settings.traceLinks(answeringUID(ctx)), signalInfo, p.Executed(metrics, info.Query), notices)}}
 }
 
 // answeringUID is the uid of the data source a query was sent to, from the request's plugin

@@ -11,8 +11,8 @@ import (
 	"github.com/seed/vllm-datasource/pkg/signals"
 )
 
-func handleSignals(ctx context.Context, d *Datasource, q backend.DataQuery, query Query) backend.DataResponse {
-	p, err := plan.NewSignals(d.planSettings(), scopeOf(q, query), query.Signals)
+func handleSignals(ctx context.Context, d *Datasource, q backend.DataQuery, query SignalsQuery) backend.DataResponse {
+	p, err := plan.NewSignals(d.planSettings(), scopeOf(q, query.Scope), query.Signals)
 	if err != nil {
 		return badQuery(err)
 	}

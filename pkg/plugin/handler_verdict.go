@@ -13,8 +13,8 @@ import (
 	"github.com/seed/vllm-datasource/pkg/verdict"
 )
 
-func handleVerdict(ctx context.Context, d *Datasource, q backend.DataQuery, query Query) backend.DataResponse {
-	p, err := plan.NewVerdict(d.planSettings(), scopeOf(q, query), query.BaselineFrom, query.BaselineTo, query.Optimisations, time.Now())
+func handleVerdict(ctx context.Context, d *Datasource, q backend.DataQuery, query VerdictQuery) backend.DataResponse {
+	p, err := plan.NewVerdict(d.planSettings(), scopeOf(q, query.Scope), query.BaselineFrom, query.BaselineTo, strs(query.Optimisations), time.Now())
 	if err != nil {
 		return badQuery(err)
 	}

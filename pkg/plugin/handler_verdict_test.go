@@ -183,7 +183,7 @@ func (e *verdictEnv) verdictQuery(refID, instance string, declared ...string) ba
 		"queryType": QueryTypeVerdict, "instance": instance, "optimisations": declared,
 		"baselineFrom": e.baseline.From.Format(time.RFC3339), "baselineTo": e.baseline.To.Format(time.RFC3339),
 	})
-	return backend.DataQuery{RefID: refID, QueryType: QueryTypeVerdict, JSON: raw, Interval: scrape,
+	return backend.DataQuery{RefID: refID, QueryType: string(QueryTypeVerdict), JSON: raw, Interval: scrape,
 		TimeRange: backend.TimeRange{From: e.current.From, To: e.current.To}}
 }
 
@@ -288,7 +288,7 @@ func TestVerdictBadInputIsAPluginErrorPerQuery(t *testing.T) {
 	query := func(refID string, model map[string]any) backend.DataQuery {
 		model["queryType"] = QueryTypeVerdict
 		raw, _ := json.Marshal(model)
-		return backend.DataQuery{RefID: refID, QueryType: QueryTypeVerdict, JSON: raw, Interval: scrape,
+		return backend.DataQuery{RefID: refID, QueryType: string(QueryTypeVerdict), JSON: raw, Interval: scrape,
 			TimeRange: backend.TimeRange{From: now.Add(-time.Hour), To: now}}
 	}
 	cases := []struct {

@@ -12,6 +12,6 @@ func (d *Datasource) planSettings() plan.Settings {
 }
 
 // scopeOf is a query's range, Grafana's interval for it, and its filters, as plans read them.
-func scopeOf(q backend.DataQuery, query Query) plan.Scope {
-	return plan.Scope{From: q.TimeRange.From, To: q.TimeRange.To, Interval: q.Interval, Instance: query.Instance, Model: query.Model}
+func scopeOf(q backend.DataQuery, sc Scope) plan.Scope {
+	return plan.Scope{From: q.TimeRange.From, To: q.TimeRange.To, Interval: q.Interval, Instance: sc.Instance, Model: sc.Model}
 }

@@ -19,37 +19,55 @@ import (
 	"github.com/seed/vllm-datasource/pkg/vllm"
 )
 
-// Trace backends a data source can read.
-const (
-	TracesNone   = "none"
-	TracesTempo  = "tempo"
-	TracesJaeger = "jaeger"
-)
-
-// jsonData is the data source's jsonData; its names are a contract with provisioning files.
-type jsonData struct {
-	TracesBackend         string          `json:"tracesBackend"`
-	TracesURL             string          `json:"tracesUrl"`
-	TracesBasicAuthUser   string          `json:"tracesBasicAuthUser"`
-	TracesDatasourceUID   string          `json:"tracesDatasourceUid"`
-	ScrapeInterval        string          `json:"scrapeInterval"`
-	LabelMatchers         string          `json:"labelMatchers"`
-	InstanceLabel         string          `json:"instanceLabel"`
-	ModelLabel            string          `json:"modelLabel"`
-	ServiceName           string          `json:"serviceName"`
-	SpanName              string          `json:"spanName"`
-	SpanInstanceAttribute string          `json:"spanInstanceAttribute"`
-	SpanModelAttribute    string          `json:"spanModelAttribute"`
-	Thresholds            json.RawMessage `json:"thresholds"`
-	// Timeout is Grafana's HTTP setting, in seconds: its editor writes a number, a
-	// provisioning file may write a string.
-	Timeout json.RawMessage `json:"timeout"`
+// JSONData is the data source's jsonData, the plugin's settings; Grafana's own HTTP settings
+// (httpHeaderName1, tlsSkipVerify, …) sit beside them, and the SDK reads those. The names are a
+// contract with provisioning files (README, Settings): `go generate ./pkg/plugin` writes the
+// settings' JSON schema and TypeScript type from this declaration.
+type JSONData struct {
+	// The trace backend that holds vLLM's request spans.
+	TracesBackend TracesBackend `json:"tracesBackend,omitempty"`
+	// Base URL of Tempo (port 3200) or of Jaeger's query API (port 16686).
+	TracesURL string `json:"tracesUrl,omitempty"`
+	// User for the trace backend; the password is secureJsonData.tracesBasicAuthPassword.
+	TracesBasicAuthUser string `json:"tracesBasicAuthUser,omitempty"`
+	// Grafana's own Tempo or Jaeger data source, for the "open trace" links.
+	TracesDatasourceUID string `json:"tracesDatasourceUid,omitempty"`
+	// The Prometheus scrape interval of the vLLM targets; rate windows are at least 4 times it.
+	ScrapeInterval string `json:"scrapeInterval,omitempty"`
+	// Extra PromQL matchers for every vLLM series, such as {job="vllm"}.
+	LabelMatchers string `json:"labelMatchers,omitempty"`
+	// The Prometheus label that names an instance.
+	InstanceLabel string `json:"instanceLabel,omitempty"`
+	// The Prometheus label that names a model.
+	ModelLabel string `json:"modelLabel,omitempty"`
+	// The service.name of vLLM spans.
+	ServiceName string `json:"serviceName,omitempty"`
+	// The name of the span of one vLLM request.
+	SpanName string `json:"spanName,omitempty"`
+	// The span or resource attribute whose value equals the Prometheus instance label.
+	SpanInstanceAttribute string `json:"spanInstanceAttribute,omitempty"`
+	// The span attribute that names the model (current vLLM spans lack it: the instance's only
+	// model is used).
+	SpanModelAttribute string `json:"spanModelAttribute,omitempty"`
+	// Rule id → parameter → number, overriding the matrix's defaults.
+	Thresholds ThresholdsJSON `json:"thresholds,omitempty,omitzero"`
+	// Grafana's HTTP timeout setting, in seconds: its editor writes a number, a provisioning file
+	// may write a string; it bounds the trace backend's calls too.
+	Timeout TimeoutJSON `json:"timeout,omitempty,omitzero"`
 }
 
-// settingsDefaults are the jsonData settings' defaults (DESIGN §7), their one Go home: LoadSettings
-// fills them in, and SettingsDefaultsJSON writes them for the front end's editor to be tested
-// against. Each value comes from the package that owns its vocabulary.
-var settingsDefaults = jsonData{
+// ThresholdsJSON is the thresholds setting as written, read by diagnosis.ParseThresholds, whose
+// errors name the rule and parameter.
+type ThresholdsJSON struct{ json.RawMessage }
+
+// TimeoutJSON is the timeout setting as written, read by parseTimeout.
+type TimeoutJSON struct{ json.RawMessage }
+
+// settingsDefaults are the jsonData settings' defaults, their one Go home: LoadSettings fills
+// them in, and the settings' schema (src/schema/) and the front end's SETTINGS_DEFAULTS
+// (src/types.gen.ts) are generated from them. Each value comes from the package that owns its
+// vocabulary.
+var settingsDefaults = JSONData{
 	TracesBackend:         TracesNone,
 	ScrapeInterval:        "15s",
 	InstanceLabel:         signals.DefaultLabels.Instance,
@@ -60,35 +78,22 @@ var settingsDefaults = jsonData{
 	SpanModelAttribute:    vllm.DefaultModelAttr,
 }
 
-//go:generate go run ../cmd/settings-defaults -o testdata/settings_defaults.json
+// The plugin's own secureJsonData keys (Grafana's HTTP settings have theirs).
+const (
+	secureTracesPassword = "tracesBasicAuthPassword"
+	secureTracesToken    = "tracesBearerToken"
+)
 
-// SettingsDefaultsJSON is the jsonData defaults as one JSON object by their jsonData names, the
-// settings without a default left out, as the file testdata/settings_defaults.json holds it
-// for the front end's test of its SETTINGS_DEFAULTS (go generate writes the file;
-// TestSettingsDefaultsFile fails while it is stale).
-func SettingsDefaultsJSON() ([]byte, error) {
-	raw, err := json.Marshal(settingsDefaults)
-	if err != nil {
-		return nil, err
-	}
-	var all map[string]any
-	if err := json.Unmarshal(raw, &all); err != nil {
-		return nil, err
-	}
-	set := map[string]any{}
-	for k, v := range all {
-		if v != nil && v != "" {
-			set[k] = v
-		}
-	}
-	out, err := json.MarshalIndent(set, "", "  ")
-	return append(out, '\n'), err
+// secureKeys lists them with what each holds, for the settings' schema.
+var secureKeys = []EnumValue{
+	{Value: secureTracesPassword, Doc: "the trace backend's basic auth password"},
+	{Value: secureTracesToken, Doc: "a bearer token for the trace backend"},
 }
 
 // Settings are a data source's validated settings.
 type Settings struct {
 	PrometheusURL         string
-	TracesBackend         string
+	TracesBackend         TracesBackend
 	TracesURL             string
 	TracesBasicAuthUser   string
 	TracesDatasourceUID   string
@@ -110,7 +115,7 @@ type Settings struct {
 // LoadSettings reads and validates a data source's settings; the error says which setting is
 // wrong and how to fix it.
 func LoadSettings(s backend.DataSourceInstanceSettings) (Settings, error) {
-	var j jsonData
+	var j JSONData
 	if len(s.JSONData) > 0 {
 		if err := json.Unmarshal(s.JSONData, &j); err != nil {
 			return Settings{}, fmt.Errorf("the data source's jsonData is not valid: %w", err)
@@ -118,7 +123,7 @@ func LoadSettings(s backend.DataSourceInstanceSettings) (Settings, error) {
 	}
 	out := Settings{
 		PrometheusURL:           strings.TrimRight(s.URL, "/"),
-		TracesBackend:           orDefault(j.TracesBackend, settingsDefaults.TracesBackend),
+		TracesBackend:           TracesBackend(orDefault(string(j.TracesBackend), string(settingsDefaults.TracesBackend))),
 		TracesURL:               strings.TrimRight(j.TracesURL, "/"),
 		TracesBasicAuthUser:     j.TracesBasicAuthUser,
 		TracesDatasourceUID:     j.TracesDatasourceUID,
@@ -127,20 +132,20 @@ func LoadSettings(s backend.DataSourceInstanceSettings) (Settings, error) {
 		SpanName:                orDefault(j.SpanName, settingsDefaults.SpanName),
 		SpanInstanceAttribute:   orDefault(j.SpanInstanceAttribute, settingsDefaults.SpanInstanceAttribute),
 		SpanModelAttribute:      orDefault(j.SpanModelAttribute, settingsDefaults.SpanModelAttribute),
-		tracesBasicAuthPassword: s.DecryptedSecureJSONData["tracesBasicAuthPassword"],
-		tracesBearerToken:       s.DecryptedSecureJSONData["tracesBearerToken"],
+		tracesBasicAuthPassword: s.DecryptedSecureJSONData[secureTracesPassword],
+		tracesBearerToken:       s.DecryptedSecureJSONData[secureTracesToken],
 	}
 	if err := checkURL("Prometheus URL (the data source URL)", out.PrometheusURL); err != nil {
 		return Settings{}, err
 	}
-	switch out.TracesBackend {
-	case TracesNone:
-	case TracesTempo, TracesJaeger:
+	tb, err := backendOf(out.TracesBackend)
+	if err != nil {
+		return Settings{}, err
+	}
+	if tb.source != nil {
 		if err := checkURL("traces URL (tracesUrl)", out.TracesURL); err != nil {
 			return Settings{}, err
 		}
-	default:
-		return Settings{}, fmt.Errorf("tracesBackend %q is not one of tempo, jaeger or none", out.TracesBackend)
 	}
 	scrape := orDefault(j.ScrapeInterval, settingsDefaults.ScrapeInterval)
 	d, err := time.ParseDuration(scrape)
@@ -148,13 +153,13 @@ func LoadSettings(s backend.DataSourceInstanceSettings) (Settings, error) {
 		return Settings{}, fmt.Errorf("scrapeInterval %q is not a positive duration such as 15s or 1m", scrape)
 	}
 	out.ScrapeInterval = d
-	if out.Timeout, err = parseTimeout(j.Timeout); err != nil {
+	if out.Timeout, err = parseTimeout(j.Timeout.RawMessage); err != nil {
 		return Settings{}, err
 	}
 	if out.LabelMatchers, err = signals.ParseMatchers(j.LabelMatchers); err != nil {
 		return Settings{}, fmt.Errorf("labelMatchers: %w", err)
 	}
-	if out.Thresholds, err = diagnosis.ParseThresholds(j.Thresholds); err != nil {
+	if out.Thresholds, err = diagnosis.ParseThresholds(j.Thresholds.RawMessage); err != nil {
 		return Settings{}, fmt.Errorf("thresholds: %w", err)
 	}
 	for name, v := range map[string]string{"instanceLabel": out.Labels.Instance, "modelLabel": out.Labels.Model} {

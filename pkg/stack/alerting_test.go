@@ -78,15 +78,16 @@ func ruleOf(t *testing.T, r AlertRule) string {
 	if a.RelativeTimeRange.From <= a.RelativeTimeRange.To {
 		t.Errorf("%s: relativeTimeRange %+v evaluates no time", r.Title, a.RelativeTimeRange)
 	}
-	q, err := DecodeQuery(decodeModel(t, a.Model, nil))
+	parsed, err := DecodeRequestQuery(decodeModel(t, a.Model, nil))
 	if err != nil {
 		t.Fatalf("%s: data[0] is not the plugin's query model: %v", r.Title, err)
 	}
-	if q.QueryType != plugin.QueryTypeDiagnosis || q.Format != "alert" || len(q.Rules) != 1 {
-		t.Fatalf("%s: data[0] is a %s query, format %q, rules %v; want a diagnosis alert query of one rule", r.Title, q.QueryType, q.Format, q.Rules)
+	q, ok := parsed.(plugin.DiagnosisQuery)
+	if !ok || q.Format != plugin.FormatAlert || len(q.Rules) != 1 {
+		t.Fatalf("%s: data[0] is %#v; want a diagnosis alert query of one rule", r.Title, parsed)
 	}
-	if a.QueryType != "" && a.QueryType != q.QueryType {
-		t.Errorf("%s: data[0].queryType %q differs from the model's %q", r.Title, a.QueryType, q.QueryType)
+	if a.QueryType != "" && a.QueryType != string(q.QueryType()) {
+		t.Errorf("%s: data[0].queryType %q differs from the model's %q", r.Title, a.QueryType, q.QueryType())
 	}
 	return q.Rules[0]
 }
@@ -101,6 +102,26 @@ func TestAlertRulesCoverEveryRuleOfTheMatrixOnce(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("alert rules query %v; the matrix has %v", got, want)
+	}
+}
+
+// TestEveryAlertQueryFollowsThePluginsSchema: each query of a rule that asks the plugin, the
+// recommendation queries included, is one the plugin's query schema accepts.
+func TestEveryAlertQueryFollowsThePluginsSchema(t *testing.T) {
+	var queries int
+	for _, r := range loadAlertRules(t) {
+		for _, d := range r.Data {
+			if d.DatasourceUID == exprDatasource {
+				continue
+			}
+			queries++
+			if _, err := DecodeRequestQuery(decodeModel(t, d.Model, nil)); err != nil {
+				t.Errorf("%s, %s: %v", r.Title, d.RefID, err)
+			}
+		}
+	}
+	if queries == 0 {
+		t.Fatal("no alert rule queries the plugin")
 	}
 }
 
@@ -213,7 +234,8 @@ func TestAlertRulesLinkToAnExistingPanel(t *testing.T) {
 	}
 }
 
-// The seed article writes two alerts; the stack provisions them under its names.
+// Two alerts keep the names and values README's Alerting gives them (SpecDecodeInefficient,
+// KVCacheSaturated); the stack provisions them so.
 func TestSeedAlertsAreProvisionedAsTheSeedWritesThem(t *testing.T) {
 	seed := []struct {
 		title, rule, forDuration, severity string

@@ -154,10 +154,11 @@ func undefinedVariables(d dashboard, s string) []string {
 	return out
 }
 
-// checkQuery says why a plugin query of a dashboard would not run as meant, or "".
+// checkQuery says why a plugin query of a dashboard would not run as meant, or "": beyond its
+// schema (DecodeQuery), the names and values the plugin knows.
 func checkQuery(q plugin.Query) string {
-	switch q.QueryType {
-	case plugin.QueryTypeSignals:
+	switch q := q.(type) {
+	case plugin.SignalsQuery:
 		if len(q.Signals) == 0 {
 			return "names no signal"
 		}
@@ -166,27 +167,22 @@ func checkQuery(q plugin.Query) string {
 				return fmt.Sprintf("unknown signal %q (known: %s)", s, strings.Join(signals.Names(), ", "))
 			}
 		}
-	case plugin.QueryTypeDiagnosis:
-		if !slices.Contains([]string{"", plugin.FormatFindings, plugin.FormatTimeline, plugin.FormatAlert, plugin.FormatFleet, plugin.FormatRecommendation}, q.Format) {
-			return fmt.Sprintf("unknown format %q", q.Format)
-		}
+	case plugin.DiagnosisQuery:
 		if _, err := diagnosis.Rules(q.Rules, nil); err != nil {
 			return err.Error()
 		}
-	case plugin.QueryTypeRequests:
+	case plugin.RequestsQuery:
 		if q.Limit <= 0 || q.MinTTFT < 0 {
 			return fmt.Sprintf("limit %d, minTtft %v", q.Limit, q.MinTTFT)
 		}
-	case plugin.QueryTypeExplain:
+	case plugin.ExplainQuery:
 		if q.TraceID == "" {
 			return "names no trace id"
 		}
-	case plugin.QueryTypeVerdict:
+	case plugin.VerdictQuery:
 		if q.BaselineFrom == "" || q.BaselineTo == "" {
 			return "has no baseline window"
 		}
-	default:
-		return fmt.Sprintf("unknown queryType %q", q.QueryType)
 	}
 	return ""
 }
@@ -212,11 +208,11 @@ func TestEveryDashboardQueryIsOneThePluginAccepts(t *testing.T) {
 		}
 		q, err := DecodeQuery(tg.JSON)
 		if err != nil {
-			t.Errorf("%s: not the plugin's query model: %v", where, err)
+			t.Errorf("%s: not a query of the plugin's schema: %v", where, err)
 			continue
 		}
 		if why := checkQuery(q); why != "" {
-			t.Errorf("%s: %s query %s", where, q.QueryType, why)
+			t.Errorf("%s: %s query %s", where, q.QueryType(), why)
 		}
 		if undef := undefinedVariables(dashboards[tg.File], string(tg.JSON)); len(undef) > 0 {
 			t.Errorf("%s: uses undefined variables %v", where, undef)
@@ -231,7 +227,7 @@ func TestEveryDashboardQueryIsOneThePluginAccepts(t *testing.T) {
 func traceDatasourceUIDs(t *testing.T) []string {
 	var out []string
 	for _, d := range loadDatasources(t) {
-		if d.Type == plugin.TracesTempo || d.Type == plugin.TracesJaeger {
+		if d.Type == string(plugin.TracesTempo) || d.Type == string(plugin.TracesJaeger) {
 			out = append(out, d.UID)
 		}
 	}
@@ -287,11 +283,11 @@ func TestAnnotationsAreFindingsOfTheDiagnosis(t *testing.T) {
 				continue
 			}
 			q, err := DecodeQuery(tg.JSON)
-			if err == nil && q.QueryType == plugin.QueryTypeExplain && q.Format == "annotation" {
+			if e, ok := q.(plugin.ExplainQuery); ok && e.Format == plugin.ExplainAnnotation {
 				continue // the drill-down's own request, drawn as a region
 			}
-			if err != nil || q.QueryType != plugin.QueryTypeDiagnosis || (q.Format != "" && q.Format != "findings") {
-				t.Errorf("%s: %s is not a diagnosis findings query (%v)", d.file, tg.Panel, err)
+			if dq, ok := q.(plugin.DiagnosisQuery); err != nil || !ok || (dq.Format != "" && dq.Format != plugin.FormatFindings) {
+				t.Errorf("%s: %s is not a diagnosis findings query (%#v, %v)", d.file, tg.Panel, q, err)
 			}
 			found = true
 		}
@@ -344,7 +340,7 @@ func TestRequestLinksOpenTheProvisionedDrillDown(t *testing.T) {
 		byUID[d.UID] = d
 	}
 	noInfo := func(series.Signal) frames.SignalInfo { return frames.SignalInfo{} }
-	table := frames.Requests(nil, frames.TraceLinks{DatasourceUID: "jaeger", Backend: plugin.TracesJaeger}, noInfo, "", nil)
+	table := frames.Requests(nil, frames.TraceLinks{DatasourceUID: "jaeger"}, noInfo, "", nil)
 	var links int
 	for _, f := range table.Fields {
 		if f.Config == nil {

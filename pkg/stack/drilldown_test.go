@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/seed/vllm-datasource/pkg/frames"
-	"github.com/seed/vllm-datasource/pkg/plugin"
 	"github.com/seed/vllm-datasource/pkg/series"
 )
 
@@ -54,7 +53,7 @@ func TestRequestLinkSetsEveryVariableOfTheDrillDown(t *testing.T) {
 	}
 
 	noInfo := func(series.Signal) frames.SignalInfo { return frames.SignalInfo{} }
-	table := frames.Requests(nil, frames.TraceLinks{DatasourceUID: "jaeger-uid", Backend: plugin.TracesJaeger, VLLMUID: "vllm-2"}, noInfo, "", nil)
+	table := frames.Requests(nil, frames.TraceLinks{DatasourceUID: "jaeger-uid", VLLMUID: "vllm-2"}, noInfo, "", nil)
 	id, _ := table.FieldByName("trace_id")
 	var link string
 	for _, l := range id.Config.Links {

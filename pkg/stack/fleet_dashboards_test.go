@@ -98,10 +98,14 @@ func TestFleetDashboardsOpenOnTheFleetTable(t *testing.T) {
 			t.Fatalf("%s has no panel", file)
 		}
 		qs := top.queries(t)
-		if top.Type != "table" || top.GridPos.W != 24 || len(qs) != 1 || qs[0].QueryType != plugin.QueryTypeDiagnosis || qs[0].Format != plugin.FormatFleet {
+		var q plugin.DiagnosisQuery
+		if len(qs) == 1 {
+			q, _ = qs[0].(plugin.DiagnosisQuery)
+		}
+		if top.Type != "table" || top.GridPos.W != 24 || q.Format != plugin.FormatFleet {
 			t.Errorf("%s opens on %q (%s, %+v), not a full-width fleet table", file, top.Title, top.Type, qs)
 		}
-		if qs[0].Instance != "$instance" || qs[0].Model != "$model" {
+		if q.Instance != "$instance" || q.Model != "$model" {
 			t.Errorf("%s: the fleet table does not follow the instance and model variables", file)
 		}
 	}
@@ -166,14 +170,18 @@ func TestFleetLinksSelectTheInstance(t *testing.T) {
 func TestAnnotationsFollowTheVariablesOneSeverityEach(t *testing.T) {
 	for _, file := range fleetDashboards {
 		d := loadFleetDashboard(t, file)
-		covered := map[string]bool{}
+		covered := map[diagnosis.Severity]bool{}
 		for _, a := range d.Annotations.List {
 			if a.BuiltIn == 1 {
 				continue
 			}
-			q, err := DecodeQuery(a.Target)
+			parsed, err := DecodeQuery(a.Target)
 			if err != nil {
 				t.Fatalf("%s, %s: %v", file, a.Name, err)
+			}
+			q, ok := parsed.(plugin.DiagnosisQuery)
+			if !ok {
+				t.Fatalf("%s, %s: a %s query, want diagnosis", file, a.Name, parsed.QueryType())
 			}
 			if q.Instance != "$instance" || q.Model != "$model" {
 				t.Errorf("%s, %s: instance %q, model %q; want the dashboard's variables", file, a.Name, q.Instance, q.Model)
@@ -181,14 +189,14 @@ func TestAnnotationsFollowTheVariablesOneSeverityEach(t *testing.T) {
 			if !q.HeadlineOnly {
 				t.Errorf("%s, %s: draws secondary findings too", file, a.Name)
 			}
-			if len(q.Severities) != 1 || frames.SeverityColors[q.Severities[0]] != a.IconColor {
+			if len(q.Severities) != 1 || frames.SeverityColors[string(q.Severities[0])] != a.IconColor {
 				t.Errorf("%s, %s: severities %v in %s", file, a.Name, q.Severities, a.IconColor)
 				continue
 			}
 			covered[q.Severities[0]] = true
 		}
 		for _, s := range []diagnosis.Severity{diagnosis.Critical, diagnosis.Warning, diagnosis.Info} {
-			if !covered[string(s)] {
+			if !covered[s] {
 				t.Errorf("%s: no annotation draws %s findings", file, s)
 			}
 		}
@@ -249,7 +257,8 @@ func TestMatrixThresholdsAreDrawn(t *testing.T) {
 				continue
 			}
 			for i, q := range p.queries(t) {
-				for _, s := range q.Signals {
+				sq, _ := q.(plugin.SignalsQuery)
+				for _, s := range sq.Signals {
 					v, ok := want[s]
 					if !ok {
 						continue

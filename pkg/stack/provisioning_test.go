@@ -2,12 +2,7 @@ package stack
 
 import (
 	"encoding/json"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"os"
-	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -148,47 +143,12 @@ func expandAll(v any) any {
 	return v
 }
 
-// settingsNames reads the jsonData names the plugin accepts from pkg/plugin's jsonData type.
-func settingsNames(t *testing.T) []string {
-	t.Helper()
-	files, err := filepath.Glob(path("pkg", "plugin", "*.go"))
+func TestProvisionedPluginDatasourcesUseOnlySettingsThePluginReads(t *testing.T) {
+	v, err := schema()
 	if err != nil {
 		t.Fatal(err)
 	}
-	fset := token.NewFileSet()
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		file, err := parser.ParseFile(fset, f, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		ast.Inspect(file, func(n ast.Node) bool {
-			ts, ok := n.(*ast.TypeSpec)
-			if !ok || ts.Name.Name != "jsonData" {
-				return true
-			}
-			for _, field := range ts.Type.(*ast.StructType).Fields.List {
-				if field.Tag == nil {
-					continue
-				}
-				tag := reflect.StructTag(strings.Trim(field.Tag.Value, "`")).Get("json")
-				names = append(names, strings.Split(tag, ",")[0])
-			}
-			return false
-		})
-		if len(names) > 0 {
-			return names
-		}
-	}
-	t.Fatal("pkg/plugin declares no jsonData type: where are the data source settings now?")
-	return nil
-}
-
-func TestProvisionedPluginDatasourcesUseOnlySettingsThePluginReads(t *testing.T) {
-	names := settingsNames(t)
+	names := v.JSONDataNames()
 	sources := byType(loadDatasources(t), PluginID)
 	if len(sources) == 0 {
 		t.Fatalf("no data source of type %s is provisioned", PluginID)
@@ -196,7 +156,7 @@ func TestProvisionedPluginDatasourcesUseOnlySettingsThePluginReads(t *testing.T)
 	for _, d := range sources {
 		for key := range d.JSONData {
 			if !slices.Contains(names, key) {
-				t.Errorf("%s: jsonData.%s is not a setting of the plugin (pkg/plugin jsonData: %s)", d.Name, key, strings.Join(names, ", "))
+				t.Errorf("%s: jsonData.%s is not a setting of the plugin (its settings schema has %s)", d.Name, key, strings.Join(names, ", "))
 			}
 		}
 		for key := range d.SecureJSONData {
@@ -206,10 +166,17 @@ func TestProvisionedPluginDatasourcesUseOnlySettingsThePluginReads(t *testing.T)
 }
 
 func TestProvisionedPluginDatasourcesHaveValidSettings(t *testing.T) {
+	v, err := schema()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, d := range byType(loadDatasources(t), PluginID) {
 		raw, err := json.Marshal(expandAll(d.JSONData))
 		if err != nil {
 			t.Fatal(err)
+		}
+		if err := v.Settings(grafanaExpand(d.URL), raw); err != nil {
+			t.Errorf("%s: settings not of the plugin's settings schema: %v", d.Name, err)
 		}
 		s, err := plugin.LoadSettings(backend.DataSourceInstanceSettings{URL: grafanaExpand(d.URL), JSONData: raw})
 		if err != nil {
@@ -217,7 +184,7 @@ func TestProvisionedPluginDatasourcesHaveValidSettings(t *testing.T) {
 			continue
 		}
 		trace, ok := byUID(loadDatasources(t), s.TracesDatasourceUID)
-		if !ok || trace.Type != s.TracesBackend {
+		if !ok || trace.Type != string(s.TracesBackend) {
 			t.Errorf("%s: tracesDatasourceUid %q is not a provisioned %s data source", d.Name, s.TracesDatasourceUID, s.TracesBackend)
 		}
 		if grafanaExpand(trace.URL) != s.TracesURL {
@@ -228,8 +195,8 @@ func TestProvisionedPluginDatasourcesHaveValidSettings(t *testing.T) {
 
 func TestTraceDatasourcesLinkEachSpanToItsExplanation(t *testing.T) {
 	all := loadDatasources(t)
-	for _, typ := range []string{plugin.TracesJaeger, plugin.TracesTempo} {
-		sources := byType(all, typ)
+	for _, typ := range []plugin.TracesBackend{plugin.TracesJaeger, plugin.TracesTempo} {
+		sources := byType(all, string(typ))
 		if len(sources) == 0 {
 			t.Errorf("no %s data source is provisioned", typ)
 		}
@@ -255,7 +222,7 @@ func TestTraceDatasourcesLinkEachSpanToItsExplanation(t *testing.T) {
 					t.Errorf("tracesToMetrics.datasourceUid %q is not a provisioned %s data source", ttm.DatasourceUID, PluginID)
 				}
 				if ttm.SpanStartTimeShift != "-2m" || ttm.SpanEndTimeShift != "2m" {
-					t.Errorf("time shifts %q/%q; DESIGN §3 opens the span's time ± 2 minutes", ttm.SpanStartTimeShift, ttm.SpanEndTimeShift)
+					t.Errorf("time shifts %q/%q; Grafana's trace-to-metrics link opens the span's time ± 2 minutes (README, Queries)", ttm.SpanStartTimeShift, ttm.SpanEndTimeShift)
 				}
 				if len(ttm.Queries) == 0 {
 					t.Fatal("no trace-to-metrics query")
@@ -267,13 +234,13 @@ func TestTraceDatasourcesLinkEachSpanToItsExplanation(t *testing.T) {
 						t.Errorf("query %q (after Grafana's provisioning expansion) does not contain ${__span.traceId}; write $${__span.traceId} in the file", q.Query)
 					}
 					body, _ := json.Marshal(map[string]string{"refId": "A", "expr": expr})
-					pq, err := plugin.ParseQuery(body, "")
+					pq, err := DecodeRequestQuery(body)
 					if err != nil {
 						t.Errorf("the plugin rejects %q: %v", expr, err)
 						continue
 					}
-					if pq.QueryType != plugin.QueryTypeExplain || pq.TraceID != "4bf92f3577b34da6a3ce929d0e0e4736" {
-						t.Errorf("%q reads as %s of trace %q, want explain of the span's trace", expr, pq.QueryType, pq.TraceID)
+					if e, ok := pq.(plugin.ExplainQuery); !ok || e.TraceID != "4bf92f3577b34da6a3ce929d0e0e4736" {
+						t.Errorf("%q reads as %#v, want explain of the span's trace", expr, pq)
 					}
 				}
 			})
@@ -335,9 +302,9 @@ func TestTraceSourcesCorrelateToTheExplanation(t *testing.T) {
 				expr, _ := c.Config.Target["expr"].(string)
 				// Grafana expands $$ to $ in provisioned values, then fills ${traceID} per row.
 				expr = strings.ReplaceAll(strings.ReplaceAll(expr, "$$", "$"), "${traceID}", "4bf92f3577b34da6a3ce929d0e0e4736")
-				raw, _ := json.Marshal(map[string]string{"expr": expr, "refId": "A"})
-				q, err := plugin.ParseQuery(raw, "")
-				if err != nil || q.QueryType != plugin.QueryTypeExplain || q.TraceID != "4bf92f3577b34da6a3ce929d0e0e4736" {
+				raw, _ := json.Marshal(map[string]string{"refId": "A", "expr": expr})
+				q, err := DecodeRequestQuery(raw)
+				if e, ok := q.(plugin.ExplainQuery); err != nil || !ok || e.TraceID != "4bf92f3577b34da6a3ce929d0e0e4736" {
 					t.Errorf("target query %q reads as %+v, %v; want explain of the trace id", expr, q, err)
 				}
 			})

@@ -1,15 +1,16 @@
 package stack
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
+	"sync"
 
 	"github.com/seed/vllm-datasource/pkg/plugin"
+	"github.com/seed/vllm-datasource/pkg/plugin/contract"
 )
 
 // PluginID is the data source type that dashboards and provisioning files name.
@@ -146,26 +147,32 @@ func Targets(dir string) ([]Target, error) {
 	return out, nil
 }
 
-// grafanaQuery holds the fields Grafana itself adds to every stored query, beside the
-// plugin's own query model.
-type grafanaQuery struct {
-	plugin.Query
-	RefID         string          `json:"refId"`
-	Datasource    json.RawMessage `json:"datasource"`
-	Hide          bool            `json:"hide"`
-	Key           string          `json:"key"`
-	IntervalMs    float64         `json:"intervalMs"`
-	MaxDataPoints int64           `json:"maxDataPoints"`
+// schema is the plugin's query and settings schema (src/schema, which pkg/plugin/contract keeps
+// what pkg/plugin declares), read once.
+var schema = sync.OnceValues(func() (*contract.Validator, error) { return contract.NewValidator(RepoRoot()) })
+
+// DecodeQuery reads a query as a dashboard stores it (a panel's or an annotation's target): it
+// must follow the plugin's query schema, so that a misspelt or renamed field, a format the
+// query type does not have or another data source's type is an error, and is then read as the
+// plugin reads it.
+func DecodeQuery(raw json.RawMessage) (plugin.Query, error) {
+	return decode(raw, (*contract.Validator).Target)
 }
 
-// DecodeQuery reads a stored query strictly: a field that is neither the plugin's query model
-// (pkg/plugin.Query) nor one Grafana adds is an error, so a renamed field cannot slip through.
-func DecodeQuery(raw json.RawMessage) (plugin.Query, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	var q grafanaQuery
-	if err := dec.Decode(&q); err != nil {
-		return plugin.Query{}, err
+// DecodeRequestQuery reads a query as a request carries it, with a request's fields too
+// (intervalMs, maxDataPoints): an alert rule's model, or the query of a trace-to-metrics link
+// or a correlation. It checks and reads it as DecodeQuery does.
+func DecodeRequestQuery(raw json.RawMessage) (plugin.Query, error) {
+	return decode(raw, (*contract.Validator).Request)
+}
+
+func decode(raw json.RawMessage, check func(*contract.Validator, json.RawMessage) error) (plugin.Query, error) {
+	v, err := schema()
+	if err != nil {
+		return nil, err
 	}
-	return q.Query, nil
+	if err := check(v, raw); err != nil {
+		return nil, err
+	}
+	return plugin.ParseQuery(raw, "")
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/seed/vllm-datasource/pkg/series"
 )
 
-// Optimisation names one of the optimisations a verdict measures; the names are the query's
-// `optimisations` values.
+// Optimisation names one of the optimisations a verdict measures; the names are the verdict
+// query's `optimisations` values.
 type Optimisation string
 
 // The optimisations, in the order rows show them.
@@ -92,8 +92,7 @@ type Input struct {
 type Row struct {
 	Key          series.Key
 	Optimisation Optimisation
-	// Expected is the effect the optimisation should have (the package documentation's stated
-	// bounds).
+	// Expected is the effect the seed promises.
 	Expected string
 	// Baseline and Current are the measured values in each window; Change what moved.
 	Baseline, Current, Change string

@@ -196,6 +196,18 @@ describe('ConfigEditor: traces', () => {
     expect(screen.getByTestId(ids.tracesUrl)).toHaveAttribute('placeholder', 'http://jaeger:16686');
   });
 
+  it('says a saved trace backend it does not know is none it reads, naming those it does', async () => {
+    const zipkin = { tracesBackend: 'zipkin' } as unknown as Partial<VllmDataSourceOptions>;
+    const { user, last } = await setup(settings(zipkin));
+    expect(screen.getByRole('alert')).toHaveTextContent(
+      '"zipkin" is not a trace backend this data source reads: choose one of None, Tempo, Jaeger'
+    );
+    expect(screen.queryByTestId(ids.tracesUrl)).not.toBeInTheDocument();
+    await user.click(within(screen.getByTestId(ids.tracesBackend)).getByText('Tempo'));
+    expect(last()?.jsonData).toMatchObject({ tracesBackend: 'tempo' });
+    expect(screen.queryByRole('alert')).not.toBeInTheDocument();
+  });
+
   it('saves an http URL for the traces', async () => {
     const { user, last } = await setup(settings(tempo));
     await typeAndLeave(user, ids.tracesUrl, 'http://tempo:3200');

@@ -10,13 +10,25 @@ import {
   DataSourceDescription,
 } from '@grafana/plugin-ui';
 import { DataSourcePicker, getBackendSrv } from '@grafana/runtime';
-import { Divider, InlineField, InlineFieldRow, RadioButtonGroup, SecretInput, TextLink, useStyles2 } from '@grafana/ui';
+import {
+  Divider,
+  FieldValidationMessage,
+  InlineField,
+  InlineFieldRow,
+  RadioButtonGroup,
+  SecretInput,
+  TextLink,
+  useStyles2,
+} from '@grafana/ui';
 import { useCallback } from 'react';
 
 import { selectors } from '../selectors';
 import {
   SETTINGS_DEFAULTS,
+  TRACES_BACKENDS,
   type RuleInfo,
+  type SecureJsonDataKey,
+  type SettingsJsonData,
   type Thresholds,
   type TracesBackend,
   type VllmDataSourceOptions,
@@ -30,10 +42,8 @@ import { ValidatedInput } from './ValidatedInput';
 type Props = DataSourcePluginOptionsEditorProps<VllmDataSourceOptions, VllmSecureJsonData>;
 
 type StringSetting = {
-  [K in keyof VllmDataSourceOptions]-?: VllmDataSourceOptions[K] extends string | undefined ? K : never;
-}[keyof VllmDataSourceOptions];
-
-type SecretSetting = 'tracesBasicAuthPassword' | 'tracesBearerToken';
+  [K in keyof SettingsJsonData]-?: SettingsJsonData[K] extends string | undefined ? K : never;
+}[keyof SettingsJsonData];
 
 const LABEL_WIDTH = 26;
 const ids = selectors.configEditor;
@@ -54,11 +64,41 @@ function DocsLink({ href, children }: { href: string; children: string }) {
   );
 }
 
-const BACKEND_OPTIONS: Array<SelectableValue<TracesBackend>> = [
-  { label: 'Tempo', value: 'tempo' },
-  { label: 'Jaeger', value: 'jaeger' },
-  { label: 'None', value: 'none' },
-];
+interface BackendView {
+  label: string;
+  /** The example of its URL; none for no trace backend. */
+  url?: string;
+  /** The type of Grafana's own data source for it, which the trace links open. */
+  datasource?: string;
+}
+
+/** How the page shows each trace backend; one the backend adds fails the typecheck until it has one. */
+const BACKENDS: Record<TracesBackend, BackendView> = {
+  none: { label: 'None' },
+  tempo: { label: 'Tempo', url: 'http://tempo:3200', datasource: 'tempo' },
+  jaeger: { label: 'Jaeger', url: 'http://jaeger:16686', datasource: 'jaeger' },
+};
+
+const TRACE_DATASOURCE_TYPES = TRACES_BACKENDS.flatMap((b) => BACKENDS[b].datasource ?? []);
+
+const BACKEND_OPTIONS: Array<SelectableValue<TracesBackend>> = TRACES_BACKENDS.map((value) => ({
+  label: BACKENDS[value].label,
+  value,
+}));
+
+function isTracesBackend(v: string): v is TracesBackend {
+  return (TRACES_BACKENDS as readonly string[]).includes(v);
+}
+
+/** The settings' trace backend, or the message that says its saved value is none the backend reads. */
+function tracesBackendOf(v: string | undefined): { backend?: TracesBackend; error?: string } {
+  const value = v ?? SETTINGS_DEFAULTS.tracesBackend;
+  if (value !== undefined && isTracesBackend(value)) {
+    return { backend: value };
+  }
+  const known = TRACES_BACKENDS.map((b) => BACKENDS[b].label).join(', ');
+  return { error: `"${value}" is not a trace backend this data source reads: choose one of ${known}` };
+}
 
 const LABEL_NAME = /^[A-Za-z_]\w*$/;
 
@@ -100,10 +140,10 @@ export function ConfigEditor({ options, onOptionsChange }: Props) {
     onOptionsChange({ ...options, jsonData: next });
   };
 
-  const setSecret = (key: SecretSetting, value: string) =>
+  const setSecret = (key: SecureJsonDataKey, value: string) =>
     onOptionsChange({ ...options, secureJsonData: { ...secureJsonData, [key]: value } });
 
-  const resetSecret = (key: SecretSetting) =>
+  const resetSecret = (key: SecureJsonDataKey) =>
     onOptionsChange({
       ...options,
       secureJsonFields: { ...secureJsonFields, [key]: false },
@@ -133,7 +173,7 @@ export function ConfigEditor({ options, onOptionsChange }: Props) {
     </InlineFieldRow>
   );
 
-  const secret = (key: SecretSetting, label: string, testId: string) => (
+  const secret = (key: SecureJsonDataKey, label: string, testId: string) => (
     <InlineFieldRow>
       <InlineField label={label} labelWidth={LABEL_WIDTH}>
         <SecretInput
@@ -148,7 +188,8 @@ export function ConfigEditor({ options, onOptionsChange }: Props) {
     </InlineFieldRow>
   );
 
-  const tracesBackend = jsonData.tracesBackend ?? 'none';
+  const traces = tracesBackendOf(jsonData.tracesBackend);
+  const backendView = traces.backend && BACKENDS[traces.backend];
 
   return (
     <>
@@ -216,13 +257,14 @@ export function ConfigEditor({ options, onOptionsChange }: Props) {
             <div data-testid={ids.tracesBackend}>
               <RadioButtonGroup
                 options={BACKEND_OPTIONS}
-                value={tracesBackend}
+                value={traces.backend}
                 onChange={(v) => setJson('tracesBackend', v)}
               />
             </div>
           </InlineField>
+          {traces.error && <FieldValidationMessage horizontal>{traces.error}</FieldValidationMessage>}
         </InlineFieldRow>
-        {tracesBackend !== 'none' && (
+        {backendView?.url && (
           <>
             {text(
               'tracesUrl',
@@ -230,7 +272,7 @@ export function ConfigEditor({ options, onOptionsChange }: Props) {
               ids.tracesUrl,
               validateHttpUrl,
               'The query API of Tempo (port 3200) or Jaeger (port 16686)',
-              tracesBackend === 'tempo' ? 'http://tempo:3200' : 'http://jaeger:16686'
+              backendView.url
             )}
             <ConfigSubSection title="Trace backend auth">
               {text('tracesBasicAuthUser', 'Basic auth user', ids.tracesBasicAuthUser)}
@@ -249,7 +291,7 @@ export function ConfigEditor({ options, onOptionsChange }: Props) {
                       width={40}
                       noDefault
                       tracing
-                      type={['tempo', 'jaeger']}
+                      type={TRACE_DATASOURCE_TYPES}
                       current={jsonData.tracesDatasourceUid ?? null}
                       onChange={(ds) => setJson('tracesDatasourceUid', ds.uid)}
                       onClear={() => setJson('tracesDatasourceUid', undefined)}

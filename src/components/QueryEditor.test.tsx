@@ -41,6 +41,12 @@ describe('QueryEditor: common fields', () => {
     expect(lastQuery()).toMatchObject({ queryType: 'requests', limit: 100 });
   });
 
+  it('switching the query type keeps a value the query already has over the default', async () => {
+    const { user, lastQuery } = setup({ queryType: 'signals', limit: 20 });
+    await user.click(within(screen.getByTestId(ids.queryType)).getByText('Requests'));
+    expect(lastQuery()).toMatchObject({ queryType: 'requests', limit: 20 });
+  });
+
   it('offers the instances from the backend', async () => {
     const { user, lastQuery } = setup({ queryType: 'signals' });
     await chooseOption(user, ids.instance, '10.0.0.2:8000');
@@ -153,6 +159,12 @@ describe('QueryEditor: diagnosis', () => {
     setup({ queryType: 'diagnosis', format: 'timeline' });
     expect(screen.queryByTestId(ids.headlineOnly)).not.toBeInTheDocument();
     expect(screen.queryByTestId(ids.severities)).not.toBeInTheDocument();
+  });
+
+  it('sets the recommendation format', async () => {
+    const { user, lastQuery } = setup({ queryType: 'diagnosis', format: 'findings' });
+    await user.click(within(screen.getByTestId(ids.format)).getByText('Recommendation'));
+    expect(lastQuery()).toMatchObject({ format: 'recommendation' });
   });
 
   it('sets the alert format', async () => {

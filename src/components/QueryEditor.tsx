@@ -6,12 +6,14 @@ import { rangeParams, type DataSource } from '../datasource';
 import { structuredQuery } from '../expr';
 import { selectors } from '../selectors';
 import {
-  DEFAULT_LIMIT,
-  DEFAULT_SIGNALS,
+  DIAGNOSIS_FORMATS,
   OPTIMISATIONS,
+  QUERY_DEFAULTS,
+  QUERY_TYPES,
   SEVERITIES,
   type DiagnosisFormat,
   type Optimisation,
+  type QueryModel,
   type QueryType,
   type Severity,
   type SignalInfo,
@@ -28,24 +30,32 @@ type Props = QueryEditorProps<DataSource, VllmQuery, VllmDataSourceOptions>;
 const LABEL_WIDTH = 16;
 const ids = selectors.queryEditor;
 
-const QUERY_TYPE_OPTIONS: Array<SelectableValue<QueryType>> = [
-  { label: 'Signals', value: 'signals', description: 'Time series of named vLLM signals' },
-  { label: 'Diagnosis', value: 'diagnosis', description: 'Findings of the symptom-to-cause rules' },
-  { label: 'Requests', value: 'requests', description: 'vLLM request spans with the metric state of their moment' },
-  { label: 'Explain', value: 'explain', description: 'One request, explained' },
-  { label: 'Verdict', value: 'verdict', description: 'Did each optimisation work, against a baseline' },
-];
+/** Each query type's button; a query type the backend adds fails the typecheck until it has one. */
+const QUERY_TYPE_LABELS: Record<QueryType, SelectableValue<QueryType>> = {
+  signals: { label: 'Signals', description: 'Time series of named vLLM signals' },
+  diagnosis: { label: 'Diagnosis', description: 'Findings of the symptom-to-cause rules' },
+  requests: { label: 'Requests', description: 'vLLM request spans with the metric state of their moment' },
+  explain: { label: 'Explain', description: 'One request, explained' },
+  verdict: { label: 'Verdict', description: 'Did each optimisation work, against a baseline' },
+};
 
-const FORMAT_OPTIONS: Array<SelectableValue<DiagnosisFormat>> = [
-  { label: 'Findings', value: 'findings' },
-  { label: 'Timeline', value: 'timeline' },
-  { label: 'Alert', value: 'alert', description: 'One 0/1 series per rule and instance, for alert rules' },
-  {
-    label: 'Fleet',
-    value: 'fleet',
-    description: 'One line per instance, worst first: its headline finding or healthy',
+const QUERY_TYPE_OPTIONS = QUERY_TYPES.map((value) => ({ ...QUERY_TYPE_LABELS[value], value }));
+
+/** Each diagnosis format's button, in the backend's order. */
+const FORMAT_LABELS: Record<DiagnosisFormat, SelectableValue<DiagnosisFormat>> = {
+  findings: { label: 'Findings' },
+  timeline: { label: 'Timeline' },
+  alert: { label: 'Alert', description: 'One 0/1 series per rule and instance, for alert rules' },
+  fleet: { label: 'Fleet', description: 'One line per instance, worst first: its headline finding or healthy' },
+  recommendation: {
+    label: 'Recommendation',
+    description: 'The recommended value per rule and instance while a finding holds, for alert summaries',
   },
-];
+};
+
+const FORMAT_OPTIONS = DIAGNOSIS_FORMATS.map((value) => ({ ...FORMAT_LABELS[value], value }));
+
+const DEFAULT_FORMAT = QUERY_DEFAULTS.diagnosis.format;
 
 const SEVERITY_OPTIONS: Array<SelectableValue<Severity>> = SEVERITIES.map((s) => ({ label: s, value: s }));
 
@@ -58,6 +68,15 @@ const OPTIMISATION_LABELS: Record<Optimisation, string> = {
 };
 
 const OPTIMISATION_OPTIONS = OPTIMISATIONS.map((value) => ({ label: OPTIMISATION_LABELS[value], value }));
+
+function isEmpty(v: unknown): boolean {
+  return v === undefined || v === '' || (Array.isArray(v) && v.length === 0);
+}
+
+/** The defaults of the fields the query leaves empty. */
+function unsetDefaults(query: VllmQuery, defaults: QueryModel): Partial<VllmQuery> {
+  return Object.fromEntries(Object.entries(defaults).filter(([key]) => isEmpty(query[key as keyof QueryModel])));
+}
 
 function asOption(value: string): SelectableValue<string> {
   return { label: value, value };
@@ -170,18 +189,10 @@ export function QueryEditor({ query: rawQuery, onChange, onRunQuery, datasource,
     onRunQuery();
   };
 
+  // The new type's defaults fill the fields the query leaves empty, so that the editor shows
+  // what the backend reads.
   const onQueryTypeChange = (next: QueryType) => {
-    const patch: Partial<VllmQuery> = { queryType: next };
-    if (next === 'signals' && !query.signals?.length) {
-      patch.signals = DEFAULT_SIGNALS;
-    }
-    if (next === 'diagnosis' && !query.format) {
-      patch.format = 'findings';
-    }
-    if (next === 'requests' && query.limit === undefined) {
-      patch.limit = DEFAULT_LIMIT;
-    }
-    update(patch);
+    update({ queryType: next, ...unsetDefaults(query, QUERY_DEFAULTS[next]) });
   };
 
   // The pickers list the values seen in the panel's time range (the backend's window), reloaded
@@ -320,7 +331,7 @@ function DiagnosisEditor({ query, datasource, variables, update }: CatalogEditor
           <div data-testid={ids.format}>
             <RadioButtonGroup
               options={FORMAT_OPTIONS}
-              value={query.format ?? 'findings'}
+              value={query.format ?? DEFAULT_FORMAT}
               onChange={(format) => update({ format })}
             />
           </div>
@@ -340,7 +351,7 @@ function DiagnosisEditor({ query, datasource, variables, update }: CatalogEditor
           />
         </InlineField>
       </InlineFieldRow>
-      {(query.format ?? 'findings') === 'findings' && (
+      {(query.format ?? DEFAULT_FORMAT) === 'findings' && (
         <InlineFieldRow>
           <InlineField
             label="Headline only"
@@ -396,7 +407,7 @@ function RequestsEditor({ query, update }: SubEditorProps) {
         labelWidth={10}
         width={12}
         testId={ids.limit}
-        placeholder={String(DEFAULT_LIMIT)}
+        placeholder={String(QUERY_DEFAULTS.requests.limit)}
         value={query.limit === undefined ? '' : String(query.limit)}
         validate={validateLimit}
         onCommit={(v) => update({ limit: v === '' ? undefined : parseNumber(v) })}

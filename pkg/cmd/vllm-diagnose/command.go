@@ -13,6 +13,9 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend/gtime"
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
+
+	"github.com/seed/vllm-datasource/pkg/plugin"
+	"github.com/seed/vllm-datasource/pkg/verdict"
 )
 
 // Output formats.
@@ -132,15 +135,15 @@ Exit codes: 0 nothing firing, 1 warnings, 2 critical findings, 3 a backend unrea
 		},
 		RunE: func(cmd *cobra.Command, args []string) error { return c.runExplain(cmd.Context(), args[0]) },
 	}
-	verdict := &cobra.Command{
+	verdictCmd := &cobra.Command{
 		Use:   "verdict --baseline FROM..TO",
 		Short: "Did each optimisation work: the baseline window against the range",
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return c.runVerdict(cmd.Context()) },
 	}
-	verdict.Flags().StringVar(&o.baseline, "baseline", "", "the window to compare with, FROM..TO (each as --from), such as now-7d..now-6d")
-	verdict.Flags().StringSliceVar(&o.optimisations, "optimisations", nil, "optimisations deployed between the windows: chunked_prefill, prefix_caching, spec_decode, fp8_kv_cache, concurrency")
-	root.AddCommand(explain, verdict)
+	verdictCmd.Flags().StringVar(&o.baseline, "baseline", "", "the window to compare with, FROM..TO (each as --from), such as now-7d..now-6d")
+	verdictCmd.Flags().StringSliceVar(&o.optimisations, "optimisations", nil, "optimisations deployed between the windows: "+optimisationNames())
+	root.AddCommand(explain, verdictCmd)
 	c.root = root
 	return c
 }
@@ -216,15 +219,23 @@ func (c *rootCommand) painter() painter {
 	return painter{on: isTerminal(c.stdout) && c.getenv("NO_COLOR") == ""}
 }
 
+// optimisationNames lists the optimisations a verdict knows, for the flag's help.
+func optimisationNames() string {
+	names := make([]string, len(verdict.All))
+	for i, o := range verdict.All {
+		names[i] = string(o)
+	}
+	return strings.Join(names, ", ")
+}
+
 // scope is the instance and model part of every query.
-func (c *rootCommand) scope(model map[string]any) map[string]any {
-	if c.opts.instance != "" {
-		model["instance"] = c.opts.instance
-	}
-	if c.opts.model != "" {
-		model["model"] = c.opts.model
-	}
-	return model
+func (c *rootCommand) scope() plugin.Scope {
+	return plugin.Scope{Instance: c.opts.instance, Model: c.opts.model}
+}
+
+// timeline asks for every rule's state of every instance, quiet ones included.
+func (c *rootCommand) timeline() plugin.DiagnosisQuery {
+	return plugin.DiagnosisQuery{Scope: c.scope(), Format: plugin.FormatTimeline, AllRules: true}
 }
 
 func (c *rootCommand) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -250,11 +261,11 @@ func (c *rootCommand) runDiagnosis(ctx context.Context) error {
 		return c.runWatch(ctx, e)
 	}
 	qs := []query{
-		{refID: "findings", model: c.scope(map[string]any{"queryType": "diagnosis", "format": "findings"}), from: from, to: to},
-		{refID: "timeline", model: c.scope(map[string]any{"queryType": "diagnosis", "format": "timeline", "allRules": true}), from: from, to: to},
+		{refID: "findings", model: plugin.DiagnosisQuery{Scope: c.scope(), Format: plugin.FormatFindings}, from: from, to: to},
+		{refID: "timeline", model: c.timeline(), from: from, to: to},
 	}
 	if c.opts.output == outPrometheus {
-		qs = append(qs, query{refID: "alert", model: c.scope(map[string]any{"queryType": "diagnosis", "format": "alert"}), from: from, to: to})
+		qs = append(qs, query{refID: "alert", model: plugin.DiagnosisQuery{Scope: c.scope(), Format: plugin.FormatAlert}, from: from, to: to})
 	}
 	ans, err := e.ask(ctx, "evaluating the diagnosis matrix over "+to.Sub(from).String(), qs...)
 	if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -56,10 +55,11 @@ func (e *engine) check(ctx context.Context) error {
 	return nil
 }
 
-// query is one query of the plugin's query model (DESIGN §3).
+// query is one query of the plugin's query model, built as its typed model: a misspelt field
+// does not compile.
 type query struct {
 	refID    string
-	model    map[string]any
+	model    plugin.Query
 	from, to time.Time
 }
 
@@ -70,12 +70,11 @@ func (e *engine) ask(ctx context.Context, what string, qs ...query) (map[string]
 	defer e.progress.set("")
 	req := &backend.QueryDataRequest{PluginContext: e.pluginContext()}
 	for _, q := range qs {
-		raw, err := json.Marshal(q.model)
+		raw, err := plugin.MarshalQuery(q.model)
 		if err != nil {
 			return nil, err
 		}
-		qt, _ := q.model["queryType"].(string)
-		req.Queries = append(req.Queries, backend.DataQuery{RefID: q.refID, QueryType: qt, JSON: raw,
+		req.Queries = append(req.Queries, backend.DataQuery{RefID: q.refID, QueryType: string(q.model.QueryType()), JSON: raw,
 			Interval: e.step, MaxDataPoints: 43200, TimeRange: backend.TimeRange{From: q.from, To: q.to}})
 	}
 	resp, err := e.queries.QueryData(ctx, req)

@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/data"
+
+	"github.com/seed/vllm-datasource/pkg/plugin"
+	"github.com/seed/vllm-datasource/pkg/verdict"
 )
 
 // explainReport is the JSON output of explain.
@@ -57,7 +60,7 @@ func (c *rootCommand) runExplain(ctx context.Context, traceID string) error {
 		return err
 	}
 	ans, err := e.ask(ctx, "explaining trace "+traceID,
-		query{refID: "explain", model: map[string]any{"queryType": "explain", "traceId": traceID}, from: from, to: to})
+		query{refID: "explain", model: plugin.ExplainQuery{TraceID: traceID}, from: from, to: to})
 	if err != nil {
 		return err
 	}
@@ -78,10 +81,10 @@ func (c *rootCommand) runExplain(ctx context.Context, traceID string) error {
 		}
 		// The plugin evaluates at least one step; the findings reaching into the request are
 		// those it reports over its interval.
-		model := map[string]any{"queryType": "diagnosis", "format": "findings", "rules": active,
-			"instance": regexp.QuoteMeta(str(expl[0], "instance"))}
+		model := plugin.DiagnosisQuery{Format: plugin.FormatFindings, Rules: active,
+			Scope: plugin.Scope{Instance: regexp.QuoteMeta(str(expl[0], "instance"))}}
 		if m := str(expl[0], "model"); m != "" {
-			model["model"] = regexp.QuoteMeta(m)
+			model.Model = regexp.QuoteMeta(m)
 		}
 		fa, err := e.ask(ctx, "reading the findings of the request's moment",
 			query{refID: "findings", model: model, from: start.Add(-e.step), to: end.Add(e.step)})
@@ -177,9 +180,9 @@ func (c *rootCommand) runVerdict(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	model := c.scope(map[string]any{"queryType": "verdict", "baselineFrom": strings.TrimSpace(bFrom), "baselineTo": strings.TrimSpace(bTo)})
-	if len(c.opts.optimisations) > 0 {
-		model["optimisations"] = c.opts.optimisations
+	model := plugin.VerdictQuery{Scope: c.scope(), BaselineFrom: strings.TrimSpace(bFrom), BaselineTo: strings.TrimSpace(bTo)}
+	for _, o := range c.opts.optimisations {
+		model.Optimisations = append(model.Optimisations, verdict.Optimisation(o))
 	}
 	ans, err := e.ask(ctx, "comparing the baseline window with the range", query{refID: "verdict", model: model, from: from, to: to})
 	if err != nil {

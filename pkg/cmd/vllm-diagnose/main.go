@@ -8,7 +8,7 @@
 //	vllm-diagnose verdict --baseline FROM..TO --prometheus URL [--since 1h | --from T --to T]
 //
 // It does not re-implement the diagnosis: it builds the data source settings Grafana would
-// send (the names of DESIGN §7), creates the plugin's own instance in-process with
+// send (the names of README's Settings), creates the plugin's own instance in-process with
 // plugin.NewDatasource, checks its health, and renders the frames its QueryData returns. The
 // terminal and Grafana therefore cannot disagree.
 //

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
+
+	"github.com/seed/vllm-datasource/pkg/plugin"
 )
 
 // Environment variables that carry secrets: a flag's value shows in `ps` and in shell history,
@@ -51,10 +53,10 @@ func secret(file, env string, getenv func(string) string) (string, error) {
 }
 
 // instanceSettings builds the settings Grafana would send for a data source configured like
-// these flags, with the names Grafana and the plugin persist (DESIGN §7): the Prometheus URL
-// as the data source URL, Grafana's standard HTTP settings (basic auth, httpHeaderNameN with
+// these flags, with the names Grafana and the plugin persist (README, Settings): the Prometheus
+// URL as the data source URL, Grafana's standard HTTP settings (basic auth, httpHeaderNameN with
 // secure httpHeaderValueN, tlsAuthWithCACert with secure tlsCACert, tlsSkipVerify), and the
-// plugin's jsonData and secureJsonData.
+// plugin's jsonData (its typed plugin.JSONData) and secureJsonData.
 func (c connection) instanceSettings(getenv func(string) string) (backend.DataSourceInstanceSettings, error) {
 	var s backend.DataSourceInstanceSettings
 	if c.prometheus == "" {
@@ -63,30 +65,15 @@ func (c connection) instanceSettings(getenv func(string) string) (backend.DataSo
 	if c.tempo != "" && c.jaeger != "" {
 		return s, errors.New("--tempo and --jaeger both given: choose one trace backend")
 	}
-	jd := map[string]any{}
-	sec := map[string]string{}
-	set := func(key, v string) {
-		if v != "" {
-			jd[key] = v
-		}
-	}
+	pd := plugin.JSONData{TracesBackend: plugin.TracesNone, LabelMatchers: c.labelMatchers, ScrapeInterval: c.scrapeInterval,
+		InstanceLabel: c.instanceLabel, ModelLabel: c.modelLabel, ServiceName: c.serviceName, SpanName: c.spanName,
+		SpanInstanceAttribute: c.spanInstanceAttr, SpanModelAttribute: c.spanModelAttr, TracesBasicAuthUser: c.tracesUser}
 	switch {
 	case c.tempo != "":
-		jd["tracesBackend"], jd["tracesUrl"] = "tempo", c.tempo
+		pd.TracesBackend, pd.TracesURL = plugin.TracesTempo, c.tempo
 	case c.jaeger != "":
-		jd["tracesBackend"], jd["tracesUrl"] = "jaeger", c.jaeger
-	default:
-		jd["tracesBackend"] = "none"
+		pd.TracesBackend, pd.TracesURL = plugin.TracesJaeger, c.jaeger
 	}
-	set("labelMatchers", c.labelMatchers)
-	set("scrapeInterval", c.scrapeInterval)
-	set("instanceLabel", c.instanceLabel)
-	set("modelLabel", c.modelLabel)
-	set("serviceName", c.serviceName)
-	set("spanName", c.spanName)
-	set("spanInstanceAttribute", c.spanInstanceAttr)
-	set("spanModelAttribute", c.spanModelAttr)
-	set("tracesBasicAuthUser", c.tracesUser)
 	if c.thresholdsFile != "" {
 		raw, err := os.ReadFile(c.thresholdsFile)
 		if err != nil {
@@ -95,8 +82,14 @@ func (c connection) instanceSettings(getenv func(string) string) (backend.DataSo
 		if !json.Valid(raw) {
 			return s, fmt.Errorf("the thresholds file %s is not JSON: write rule id → parameter → number, such as {\"kv_cache_saturated\": {\"kv_usage\": 0.9}}", c.thresholdsFile)
 		}
-		jd["thresholds"] = json.RawMessage(raw)
+		pd.Thresholds = plugin.ThresholdsJSON{RawMessage: raw}
 	}
+	// Grafana's own HTTP settings sit beside the plugin's in jsonData.
+	jd, err := grafanaJSONData(pd)
+	if err != nil {
+		return s, err
+	}
+	sec := map[string]string{}
 
 	var headers [][2]string
 	for _, h := range c.headers {
@@ -154,4 +147,15 @@ func (c connection) instanceSettings(getenv func(string) string) (backend.DataSo
 	s.UID, s.Name, s.Type = "vllm-diagnose", "vLLM Diagnosis (vllm-diagnose)", "seed-vllm-datasource"
 	s.URL, s.JSONData, s.DecryptedSecureJSONData, s.Updated = c.prometheus, raw, sec, time.Now()
 	return s, nil
+}
+
+// grafanaJSONData is the plugin's jsonData as a JSON object, to which Grafana's own HTTP settings
+// are added by their names.
+func grafanaJSONData(pd plugin.JSONData) (map[string]any, error) {
+	raw, err := json.Marshal(pd)
+	if err != nil {
+		return nil, err
+	}
+	jd := map[string]any{}
+	return jd, json.Unmarshal(raw, &jd)
 }

@@ -16,7 +16,8 @@ import (
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
 // TestSettingsAsGrafanaWritesThem reads the settings the flags build with the SDK's and the
-// plugin's own readers: the names are Grafana's and DESIGN §7's, so a wrong one shows here.
+// plugin's own readers: the names are Grafana's and the plugin's (README, Settings), so a wrong
+// one shows here.
 func TestSettingsAsGrafanaWritesThem(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, body string) string {

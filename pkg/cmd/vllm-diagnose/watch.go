@@ -59,7 +59,7 @@ func (c *rootCommand) runWatch(ctx context.Context, e *engine) error {
 			}
 		}
 		ans, err := e.ask(ctx, "evaluating at "+tick.UTC().Format("15:04:05"),
-			query{refID: "timeline", model: c.scope(map[string]any{"queryType": "diagnosis", "format": "timeline", "allRules": true}), from: tick.Add(-o.every), to: tick})
+			query{refID: "timeline", model: c.timeline(), from: tick.Add(-o.every), to: tick})
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return nil
