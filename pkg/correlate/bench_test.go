@@ -14,7 +14,7 @@ import (
 
 // benchSignals are ten signals per key: the seven joined, the request rate, and two the join
 // does not read.
-var benchSignals = append(Signals(), series.TTFTP99, series.ITLP99)
+var benchSignals = append(series.JoinSignals(), series.TTFTP99, series.ITLP99)
 
 // benchInput is an hour of traffic on 8 instances (with an hour of lookback on the grid, as
 // diagnosis needs), n requests of about 0.1 to 25 s, and three findings per instance.

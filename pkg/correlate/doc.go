@@ -6,7 +6,7 @@
 // # The join
 //
 // Metrics and traces meet only by time, instance and model (vLLM emits no exemplars). For each
-// request and each joined signal (Joined):
+// request and each joined signal (series.Joined):
 //
 //   - AtStart is the signal's last grid sample at or before the request's start (an as-of
 //     join); MetricsAt is that sample's time.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/seed/vllm-datasource/pkg/diagnosis"
+	"github.com/seed/vllm-datasource/pkg/series"
 	"github.com/seed/vllm-datasource/pkg/traces"
 )
 
@@ -117,7 +118,7 @@ func TestExplainSaysWhatASpanWithoutStagesLacks(t *testing.T) {
 
 func TestExplainStatesTheMetricsWhenNoFindingIsActive(t *testing.T) {
 	r := request(keyA, at(0), at(1))
-	states := make([]State, len(Joined))
+	states := make([]State, len(series.Joined))
 	for i := range states {
 		states[i] = State{AtStart: math.NaN(), Worst: math.NaN()}
 	}
@@ -154,7 +155,7 @@ func TestExplainAdvisesAProfileOnlyWithoutASpecificCause(t *testing.T) {
 			r.PromptTokens, r.OutputTokens = 1234, 56
 			r.Present.Add(traces.FieldPromptTokens)
 			r.Present.Add(traces.FieldOutputTokens)
-			e := Explain(Row{Request: r, States: make([]State, len(Joined)), Findings: c.findings, DecodePerToken: math.NaN(), Reasons: c.reasons})
+			e := Explain(Row{Request: r, States: make([]State, len(series.Joined)), Findings: c.findings, DecodePerToken: math.NaN(), Reasons: c.reasons})
 			if got := e.Profile != ""; got != c.want {
 				t.Fatalf("profile advice %q; want advice: %v", e.Profile, c.want)
 			}

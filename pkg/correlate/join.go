@@ -12,35 +12,6 @@ import (
 	"github.com/seed/vllm-datasource/pkg/traces"
 )
 
-// JoinedSignal is a signal of the join and the direction in which it gets worse.
-type JoinedSignal struct {
-	Signal series.Signal
-	// LowerIsWorse: the worst value while a request ran is the lowest (hit and acceptance
-	// rates); otherwise it is the highest.
-	LowerIsWorse bool
-}
-
-// Joined are the signals whose state each request gets, in the order of Row.States.
-var Joined = []JoinedSignal{
-	{Signal: series.KVUsage},
-	{Signal: series.Running},
-	{Signal: series.Waiting},
-	{Signal: series.WaitingRatio},
-	{Signal: series.PreemptionRate},
-	{Signal: series.PrefixCacheHitRate, LowerIsWorse: true},
-	{Signal: series.SpecAcceptanceRate, LowerIsWorse: true},
-}
-
-// Signals returns what a join needs fetched: the joined signals and the request rate that
-// coverage is counted from.
-func Signals() []series.Signal {
-	out := make([]series.Signal, 0, len(Joined)+1)
-	for _, j := range Joined {
-		out = append(out, j.Signal)
-	}
-	return append(out, series.RequestRate)
-}
-
 // State is one signal around one request; NaN when there is no sample.
 type State struct {
 	// AtStart is the last sample at or before the request's start.
@@ -56,7 +27,7 @@ type Row struct {
 	ModelFromMetrics bool
 	// MetricsAt is the time of the as-of sample (zero when the request started before the grid).
 	MetricsAt time.Time
-	// States follow Joined.
+	// States follow series.Joined.
 	States []State
 	// Findings are the findings active while the request ran.
 	Findings []*diagnosis.Finding
@@ -71,7 +42,7 @@ type Row struct {
 
 // State returns the request's state of a joined signal, NaN values when it is not joined.
 func (r *Row) State(s series.Signal) State {
-	for i, j := range Joined {
+	for i, j := range series.Joined {
 		if j.Signal == s && i < len(r.States) {
 			return r.States[i]
 		}
@@ -166,7 +137,7 @@ func Join(in Input, opts Options) Result {
 	opts = opts.withDefaults()
 	ix := indexInstances(in)
 	rows := make([]Row, len(in.Requests))
-	states := make([]State, len(in.Requests)*len(Joined))
+	states := make([]State, len(in.Requests)*len(series.Joined))
 	var g series.Grid
 	if in.Set != nil {
 		g = in.Set.Grid
@@ -177,7 +148,7 @@ func Join(in Input, opts Options) Result {
 	for i := range in.Requests {
 		r := &rows[i]
 		r.Request = in.Requests[i]
-		r.States = states[i*len(Joined) : (i+1)*len(Joined) : (i+1)*len(Joined)]
+		r.States = states[i*len(series.Joined) : (i+1)*len(series.Joined) : (i+1)*len(series.Joined)]
 		for j := range r.States {
 			r.States[j] = State{AtStart: math.NaN(), Worst: math.NaN()}
 		}
@@ -226,7 +197,7 @@ type instanceIndex struct {
 	several, unknown []int
 }
 
-// keySeries is one model of an instance: values[j] is its series of Joined[j], nil when absent.
+// keySeries is one model of an instance: values[j] is its series of series.Joined[j], nil when absent.
 type keySeries struct {
 	model  string
 	values [][]float64
@@ -263,10 +234,10 @@ func indexInstances(in Input) instanceIndex {
 				continue
 			}
 			ks := keySeries{model: k.Model}
-			for j, js := range Joined {
+			for j, js := range series.Joined {
 				if s := in.Set.Get(k, js.Signal); s != nil {
 					if ks.values == nil {
-						ks.values = make([][]float64, len(Joined))
+						ks.values = make([][]float64, len(series.Joined))
 					}
 					ks.values[j] = s.Values
 				}
@@ -365,7 +336,7 @@ func (ix *instanceIndex) joinStates(r *Row, id int32, g series.Grid) {
 	r.MetricsAt = g.Time(first)
 	for j, v := range values {
 		if v != nil {
-			r.States[j] = stateOf(v, first, last, Joined[j].LowerIsWorse)
+			r.States[j] = stateOf(v, first, last, series.Joined[j].LowerIsWorse)
 		}
 	}
 }

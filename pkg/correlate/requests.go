@@ -21,7 +21,7 @@ func (in *Input) WithMetrics(set *series.Set, findings []diagnosis.Finding, err 
 	in.Set, in.Findings = set, findings
 	in.Typical = TypicalTTFT(set, in.From, in.To)
 	var notices []string
-	for _, js := range Joined {
+	for _, js := range series.Joined {
 		if reason, ok := set.Absent[js.Signal]; ok {
 			notices = append(notices, string(js.Signal)+" is not joined: "+reason)
 		}

@@ -47,7 +47,8 @@ func TypicalTTFT(set *series.Set, from, to time.Time) map[string]float64 {
 const DefaultStandoutFactor = 3
 
 // Thresholds are the TTFTs, per instance, above which a request stands out: factor times the
-// typical TTFT (DefaultStandoutFactor when factor ≤ 0).
+// typical TTFT (DefaultStandoutFactor when factor ≤ 0). The requests plan searches for the
+// requests above them (plan.RequestMetrics).
 func Thresholds(typical map[string]float64, factor float64) map[string]float64 {
 	if factor <= 0 {
 		factor = DefaultStandoutFactor

@@ -10,15 +10,19 @@ import (
 	"github.com/seed/vllm-datasource/pkg/series"
 )
 
-// Explanation returns the frames of one explained request, in the order a reader needs them:
-// the explanation (one row: the sentence, the stages in seconds and shares, the dominant stage,
-// the findings, the metric state), the stage breakdown (a small table for a bar gauge), and the
-// request's interval (time, timeEnd, title, text, tags). The interval's frame is tagged as
-// annotations, so that Explore and the time series panels draw it as a region on the graph of
-// the signals around the request (ExplanationSignals) instead of listing it as a table.
-//
-// With around, the signals of the request's window (ExplanationSignals) come between the
-// stages and the interval, which is drawn on them.
+// Explanation returns the frames of one explained request, in the order a reader needs them,
+// no table wider than MaxFields (Explore shows the first 20 columns of a table only):
+//   - the explanation, one row that reads first: the sentence, the slow stage (the one the
+//     sentence explains), the finding that explains it and its action, the profiling steps;
+//     then the ids and times, the dominant stage, the findings active, the anomalies and each
+//     stage's time;
+//   - the stage breakdown (a small table for a bar gauge);
+//   - the details, one row: each stage's share and the metric state at the request's start
+//     and at its worst while it ran;
+//   - with around, the signals of the request's window (ExplanationSignals);
+//   - the request's interval (time, timeEnd, title, text, tags), tagged as annotations, so that
+//     Explore and the time series panels draw it as a region on the signals' graph instead of
+//     listing it as a table.
 func Explanation(e correlate.Explanation, info func(series.Signal) SignalInfo, notices []string, around *Around) data.Frames {
 	r := e.Row
 	var chosen, action string
@@ -29,29 +33,31 @@ func Explanation(e correlate.Explanation, info func(series.Signal) SignalInfo, n
 	for i, reason := range r.Reasons {
 		codes[i] = string(reason.Code)
 	}
-	expl := data.NewFrame("explanation",
+	expl := data.NewFrame(ExplanationFrame,
+		named(data.NewField("explanation", nil, []string{e.Sentence}), "Explanation", ""),
+		named(data.NewField("slow_stage", nil, []string{string(e.Focus)}), "Slow stage", ""),
+		named(data.NewField("finding", nil, []string{chosen}), "Finding", ""),
+		named(data.NewField("action", nil, []string{action}), "Action", ""),
+		named(data.NewField("profile", nil, []string{e.Profile}), "Profile", ""),
 		named(data.NewField("trace_id", nil, []string{r.TraceID}), "Trace ID", ""),
 		named(data.NewField("start", nil, []time.Time{r.Start}), "Start", ""),
 		named(data.NewField("end", nil, []time.Time{r.End}), "End", ""),
 		named(data.NewField("instance", nil, []string{r.Instance}), "Instance", ""),
 		named(data.NewField("model", nil, []string{r.Model}), "Model", ""),
-		named(data.NewField("explanation", nil, []string{e.Sentence}), "Explanation", ""),
 		named(data.NewField("dominant_stage", nil, []string{string(e.Dominant)}), "Dominant stage", ""),
-	)
-	for _, st := range e.Stages {
-		expl.Fields = append(expl.Fields,
-			named(data.NewField(string(st.Stage)+"_seconds", nil, []*float64{optFloat(st.Seconds)}), stageLabel(st.Stage)+" time", "s"),
-			named(data.NewField(string(st.Stage)+"_share", nil, []*float64{optFloat(st.Share)}), stageLabel(st.Stage)+" share", "percentunit"))
-	}
-	expl.Fields = append(expl.Fields,
 		named(data.NewField("findings", nil, []string{strings.Join(r.FindingRules(), ",")}), "Findings active", ""),
-		named(data.NewField("finding", nil, []string{chosen}), "Finding named", ""),
-		named(data.NewField("action", nil, []string{action}), "Action", ""),
-		named(data.NewField("profile", nil, []string{e.Profile}), "Profile", ""),
 		named(data.NewField("anomalies", nil, []string{strings.Join(codes, ",")}), "Anomalies", ""),
 	)
-	expl.Fields = append(expl.Fields, stateFields([]correlate.Row{r}, info)...)
+	details := data.NewFrame(ExplanationDetailsFrame)
+	for _, st := range e.Stages {
+		expl.Fields = append(expl.Fields,
+			named(data.NewField(string(st.Stage)+"_seconds", nil, []*float64{optFloat(st.Seconds)}), stageLabel(st.Stage)+" time", "s"))
+		details.Fields = append(details.Fields,
+			named(data.NewField(string(st.Stage)+"_share", nil, []*float64{optFloat(st.Share)}), stageLabel(st.Stage)+" share", "percentunit"))
+	}
+	details.Fields = append(details.Fields, stateFields([]correlate.Row{r}, info)...)
 	expl.Meta = &data.FrameMeta{PreferredVisualization: data.VisTypeTable, Notices: warnings(append(notices, e.Notes...))}
+	details.Meta = &data.FrameMeta{PreferredVisualization: data.VisTypeTable}
 
 	stages := data.NewFrame("stages",
 		named(data.NewField("stage", nil, []string{}), "Stage", ""),
@@ -71,11 +77,22 @@ func Explanation(e correlate.Explanation, info func(series.Signal) SignalInfo, n
 	interval := RequestInterval(e)
 	interval.Meta = &data.FrameMeta{DataTopic: data.DataTopicAnnotations}
 	if around == nil {
-		return data.Frames{expl, stages, interval}
+		return data.Frames{expl, stages, details, interval}
 	}
 	sig := ExplanationSignals(around.Set, around.Signals, info, around.From, around.To, around.Executed)
-	return data.Frames{expl, stages, sig, interval}
+	return data.Frames{expl, stages, details, sig, interval}
 }
+
+// ExplanationFrame and ExplanationDetailsFrame name an explain answer's one-row frames: the
+// explanation that reads first, and the numbers behind it.
+const (
+	ExplanationFrame        = "explanation"
+	ExplanationDetailsFrame = "explanation_details"
+)
+
+// MaxFields is the most fields an explain answer's tables have: Explore shows the first 20
+// columns of a table only, behind a warning.
+const MaxFields = 20
 
 // Around is the window of signals graphed beside an explained request, with the plan they
 // were fetched by (its executedQueryString).

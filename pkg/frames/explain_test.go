@@ -82,11 +82,36 @@ func TestExplanationAround(t *testing.T) {
 	for _, f := range fs {
 		names = append(names, f.Name)
 	}
-	want := []string{"explanation", "stages", ExplanationSignalsFrame, RequestIntervalFrame}
+	want := []string{ExplanationFrame, "stages", ExplanationDetailsFrame, ExplanationSignalsFrame, RequestIntervalFrame}
 	if !slices.Equal(names, want) {
 		t.Fatalf("frames %v, want %v", names, want)
 	}
-	if got := fs[2].Meta.ExecutedQueryString; got != "q" {
+	if got := fs[3].Meta.ExecutedQueryString; got != "q" {
 		t.Errorf("the signals' executedQueryString %q, want the plan's", got)
+	}
+}
+
+// TestExplanationReadsFirst: Explore shows an explain answer's tables as they come, the first
+// 20 columns of each: the explanation's first fields are the sentence, the slow stage and the
+// finding that explains it, and no table is wider than Explore shows.
+func TestExplanationReadsFirst(t *testing.T) {
+	for _, bare := range []bool{false, true} {
+		e := correlate.Explain(joined(bare))
+		fs := Explanation(e, info, nil, nil)
+		var first []string
+		for _, f := range fs[0].Fields[:3] {
+			first = append(first, f.Name)
+		}
+		if fs[0].Name != ExplanationFrame || !slices.Equal(first, []string{"explanation", "slow_stage", "finding"}) {
+			t.Errorf("frame %q starts with %v, want the explanation, the slow stage and the finding", fs[0].Name, first)
+		}
+		if got := fs[0].Fields[0].At(0); got != e.Sentence || e.Sentence == "" {
+			t.Errorf("first field %q, want the sentence %q", got, e.Sentence)
+		}
+		for _, f := range fs {
+			if len(f.Fields) > MaxFields {
+				t.Errorf("frame %q has %d fields, want at most %d", f.Name, len(f.Fields), MaxFields)
+			}
+		}
 	}
 }

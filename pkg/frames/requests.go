@@ -177,7 +177,7 @@ func stateFields(rows []correlate.Row, info func(series.Signal) SignalInfo) []*d
 		}
 	}
 	out := []*data.Field{named(data.NewField("metrics_at", nil, at), "Metrics at", "")}
-	for j, js := range correlate.Joined {
+	for j, js := range series.Joined {
 		si := info(js.Signal)
 		startV, worstV := make([]*float64, len(rows)), make([]*float64, len(rows))
 		for i := range rows {

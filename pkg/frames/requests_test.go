@@ -31,7 +31,7 @@ func joined(bare bool) correlate.Row {
 	if bare {
 		r.Present = 1<<traces.FieldTTFT | 1<<traces.FieldE2E
 	}
-	states := make([]correlate.State, len(correlate.Joined))
+	states := make([]correlate.State, len(series.Joined))
 	for i := range states {
 		states[i] = correlate.State{AtStart: float64(i), Worst: math.NaN()}
 	}
@@ -69,7 +69,7 @@ func TestRequestsFrameHasOneRowPerRequestWithItsStagesStateAndReasons(t *testing
 	if got := cell(t, f, "e2e", 1); got != 5.0 {
 		t.Errorf("e2e %v, want the span's 5", got)
 	}
-	for j, js := range correlate.Joined {
+	for j, js := range series.Joined {
 		if got := cell(t, f, string(js.Signal), 0); got != float64(j) {
 			t.Errorf("%s at start %v, want %v", js.Signal, got, j)
 		}
@@ -160,15 +160,18 @@ func TestRequestLinks(t *testing.T) {
 func TestExplanationFrames(t *testing.T) {
 	e := correlate.Explain(joined(false))
 	fs := Explanation(e, info, []string{"note"}, nil)
-	if len(fs) != 3 {
-		t.Fatalf("%d frames, want explanation, stages and request", len(fs))
+	if len(fs) != 4 {
+		t.Fatalf("%d frames, want explanation, stages, details and request", len(fs))
 	}
-	expl, stages, mark := fs[0], fs[1], fs[2]
-	if cell(t, expl, "explanation", 0) != e.Sentence || cell(t, expl, "dominant_stage", 0) != string(e.Dominant) {
-		t.Fatalf("explanation row %v / %v, want the sentence and dominant stage", cell(t, expl, "explanation", 0), cell(t, expl, "dominant_stage", 0))
+	expl, stages, details, mark := fs[0], fs[1], fs[2], fs[3]
+	if cell(t, expl, "explanation", 0) != e.Sentence || cell(t, expl, "dominant_stage", 0) != string(e.Dominant) || cell(t, expl, "slow_stage", 0) != string(e.Focus) {
+		t.Fatalf("explanation row %v / %v / %v, want the sentence, dominant and slow stage", cell(t, expl, "explanation", 0), cell(t, expl, "dominant_stage", 0), cell(t, expl, "slow_stage", 0))
 	}
 	if cell(t, expl, "finding", 0) != e.Finding.Rule || cell(t, expl, "queue_seconds", 0) != 3.1 {
 		t.Fatalf("finding %v, queue %v", cell(t, expl, "finding", 0), cell(t, expl, "queue_seconds", 0))
+	}
+	if details.Name != ExplanationDetailsFrame || details.Rows() != 1 || cell(t, details, "kv_usage", 0) != 0.0 {
+		t.Fatalf("details frame %q with %d rows, kv_usage %v; want one row with the metric state", details.Name, details.Rows(), cell(t, details, "kv_usage", 0))
 	}
 	if stages.Rows() != len(e.Stages) {
 		t.Fatalf("%d stage rows, want %d", stages.Rows(), len(e.Stages))

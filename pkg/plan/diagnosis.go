@@ -7,7 +7,6 @@ import (
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 
-	"github.com/seed/vllm-datasource/pkg/correlate"
 	"github.com/seed/vllm-datasource/pkg/diagnosis"
 	"github.com/seed/vllm-datasource/pkg/series"
 	"github.com/seed/vllm-datasource/pkg/signals"
@@ -43,7 +42,7 @@ func NewDiagnosis(s Settings, sc Scope, rules []string, extra []series.Signal) (
 	if err != nil {
 		return Diagnosis{}, backend.PluginError(err)
 	}
-	wanted = appendMissing(appendMissing(wanted, correlate.Signals()), extra)
+	wanted = appendMissing(appendMissing(wanted, series.JoinSignals()), extra)
 	from, to := sc.From.Truncate(step), sc.To.Truncate(step)
 	opts := diagnosis.Options{Rules: rules, Thresholds: s.Thresholds, EvalFrom: from,
 		Report: series.NewGrid(from, to, step)}

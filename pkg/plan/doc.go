@@ -14,9 +14,11 @@
 // The requests and explain query types plan in two phases, each pure: their trace searches
 // depend on an answer. NewRequests plans a requests query's metrics (a diagnosis over the
 // range and a tail past it); Requests.Searches then writes its trace searches from what the
-// metrics answered (the instances that match the filters, their typical TTFT, where findings
-// fire), with the filters the searches could not carry (Searches.Filter, for the requests they
-// return) and the selection of the joined rows (Searches.Selection, for correlate.Requests).
+// metrics answered, given as plain values (RequestMetrics: the series, the findings, each
+// instance's threshold of a request that stands out), with the filters the searches could not
+// carry (Searches.Filter, for the requests they return); Requests.Rows is how many rows the
+// answer keeps. The package imports nothing that does the join: the caller computes the
+// thresholds and joins what the searches return.
 // An explain query reads its trace first; NewExplain then plans, from the trace's
 // instance, model and time, the metrics around the request and the search of its peers, which
 // the plugin fetches at once (ExplainShown and Shown: the signals and the window its

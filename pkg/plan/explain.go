@@ -4,7 +4,6 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/seed/vllm-datasource/pkg/correlate"
 	"github.com/seed/vllm-datasource/pkg/series"
 	"github.com/seed/vllm-datasource/pkg/traces"
 )
@@ -43,7 +42,7 @@ func NewExplain(s Settings, sc Scope, req traces.Request) Explain {
 	}
 	p := Explain{Request: req, Peers: traces.Query{From: req.Start.Add(-ExplainPad), To: req.Start.Add(ExplainPad),
 		Instances: []string{req.Instance}, Limit: traces.DefaultMaxLimit, Generation: req.Generation()}}
-	p.Metrics, p.MetricsErr = NewDiagnosis(s, msc, nil, correlate.Signals())
+	p.Metrics, p.MetricsErr = NewDiagnosis(s, msc, nil, series.JoinSignals())
 	return p
 }
 
@@ -57,7 +56,7 @@ func (p Explain) Shown() (from, to time.Time) {
 // request is joined with.
 func ExplainShown() []series.Signal {
 	shown := []series.Signal{series.TTFTP99}
-	for _, js := range correlate.Joined {
+	for _, js := range series.Joined {
 		shown = append(shown, js.Signal)
 	}
 	return shown

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seed/vllm-datasource/pkg/correlate"
 	"github.com/seed/vllm-datasource/pkg/plan"
+	"github.com/seed/vllm-datasource/pkg/series"
 	"github.com/seed/vllm-datasource/pkg/traces"
 )
 
@@ -44,7 +44,7 @@ func TestNewExplain(t *testing.T) {
 			if m := p.Metrics.Metrics; m.Instance != c.instance || m.Model != c.model {
 				t.Errorf("metrics filters %q %q, want %q %q", m.Instance, m.Model, c.instance, c.model)
 			}
-			for _, s := range correlate.Signals() {
+			for _, s := range series.JoinSignals() {
 				if !slices.Contains(p.Metrics.Signals, s) {
 					t.Errorf("%s is not fetched: the join needs it", s)
 				}

@@ -1,6 +1,7 @@
 package plan_test
 
 import (
+	"go/build"
 	"slices"
 	"strings"
 	"testing"
@@ -9,7 +10,6 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/prometheus/prometheus/model/labels"
 
-	"github.com/seed/vllm-datasource/pkg/correlate"
 	"github.com/seed/vllm-datasource/pkg/plan"
 	"github.com/seed/vllm-datasource/pkg/series"
 	"github.com/seed/vllm-datasource/pkg/signals"
@@ -110,10 +110,10 @@ func TestDiagnosisPlan(t *testing.T) {
 		ranges   [][3]time.Duration
 	}{
 		{"every rule: an hour's baseline after the longest pending period, read coarsely", all, nil, nil, time.Hour + 5*time.Minute,
-			append(correlate.Signals(), series.TTFTP99, series.PrefillTimeMean),
+			append(series.JoinSignals(), series.TTFTP99, series.PrefillTimeMean),
 			[][3]time.Duration{{-65 * time.Minute, -time.Minute, time.Minute}, {0, 2 * time.Hour, 15 * time.Second}}},
 		{"one rule without a baseline: its pending period only", hour(t0), []string{"kv_cache_saturated"}, []series.Signal{series.TTFTP50}, 3 * time.Minute,
-			append(correlate.Signals(), series.KVUsage, series.PreemptionRate, series.TTFTP50),
+			append(series.JoinSignals(), series.KVUsage, series.PreemptionRate, series.TTFTP50),
 			[][3]time.Duration{{-3 * time.Minute, -time.Minute, time.Minute}, {0, time.Hour, 15 * time.Second}}},
 	}
 	for _, c := range cases {
@@ -287,6 +287,20 @@ func TestTwoPhaseExecuted(t *testing.T) {
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: executed %q, want %q", c.name, c.got, c.want)
+		}
+	}
+}
+
+// TestPlanImports keeps the plan pure and apart from the join: the plugin hands it the
+// metrics' answer as plain values, and joins what the searches return itself.
+func TestPlanImports(t *testing.T) {
+	pkg, err := build.ImportDir(".", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, imp := range pkg.Imports {
+		if strings.HasSuffix(imp, "/pkg/correlate") || strings.HasSuffix(imp, "/pkg/plugin") || strings.HasSuffix(imp, "/pkg/frames") {
+			t.Errorf("plan imports %s", imp)
 		}
 	}
 }

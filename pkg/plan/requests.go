@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seed/vllm-datasource/pkg/correlate"
 	"github.com/seed/vllm-datasource/pkg/diagnosis"
 	"github.com/seed/vllm-datasource/pkg/series"
 	"github.com/seed/vllm-datasource/pkg/signals"
@@ -54,6 +53,11 @@ type Requests struct {
 	// planned without the metrics (a notice says what is lost), as when they cannot be read.
 	Metrics    Diagnosis
 	MetricsErr error
+	// Rows is how many rows the answer shows: Filters.Limit, or traces.DefaultLimit.
+	Rows int
+	// window is the metrics' rate window: how long before a step its histograms' observations
+	// were made.
+	window time.Duration
 }
 
 // NewRequests plans a requests query's metrics: the diagnosis of every rule over the range,
@@ -70,7 +74,10 @@ func NewRequests(s Settings, sc Scope, f RequestFilters, now time.Time) (Request
 	if err != nil {
 		return Requests{}, err
 	}
-	p := Requests{From: sc.From, To: sc.To, Instance: instance, Model: model, Filters: f}
+	p := Requests{From: sc.From, To: sc.To, Instance: instance, Model: model, Filters: f, Rows: f.Limit}
+	if p.Rows <= 0 {
+		p.Rows = traces.DefaultLimit
+	}
 	msc := sc
 	msc.To = sc.To.Add(RequestTail + Step(s, sc))
 	if msc.To.After(now) {
@@ -79,8 +86,22 @@ func NewRequests(s Settings, sc Scope, f RequestFilters, now time.Time) (Request
 			msc.To = sc.To
 		}
 	}
-	p.Metrics, p.MetricsErr = NewDiagnosis(s, msc, nil, append(correlate.Signals(), series.TTFTP50))
+	p.Metrics, p.MetricsErr = NewDiagnosis(s, msc, nil, append(series.JoinSignals(), series.TTFTP50))
+	p.Metrics.Metrics.Histograms = slowestHistograms
+	p.window = signals.Window(s.Metrics.Scrape, p.Metrics.EvalStep)
 	return p, nil
+}
+
+// RequestMetrics is what a requests query's searches read of its metrics' answer, as plain
+// values; the zero value says that the metrics could not be read.
+type RequestMetrics struct {
+	// Set is the metrics' series; nil when they could not be read.
+	Set      *series.Set
+	Findings []diagnosis.Finding
+	// Thresholds are, per instance, the TTFT from which a request stands out over the range
+	// (a multiple of its typical TTFT: pkg/correlate's Thresholds); an instance without one
+	// gets no threshold search.
+	Thresholds map[string]float64
 }
 
 // Searches is phase 2 of a requests query: its trace searches, written from what the metrics
@@ -91,18 +112,14 @@ type Searches struct {
 	// is applied to what the searches return (a notice says so).
 	PostFilter bool
 	Notices    []string
-	// Selection is what the answer keeps of the join's rows (correlate.Requests): the model
-	// filter, once the join has filled the models the spans lack, AnomalousOnly, and the
-	// query's limit with its default filled (traces.DefaultLimit): how many rows are shown.
-	Selection correlate.Selection
 	// instance and model are the query's filters, for Filter.
 	instance, model signals.Match
 }
 
 // Filter keeps the requests that pass the query's instance and model filters (a request
-// without a model passes the model filter: the join may fill it, and Selection filters it
-// then) when the searches could not carry them (PostFilter); otherwise the searches did, and
-// it returns reqs as they are. It filters reqs in place.
+// without a model passes the model filter: the join may fill it, and the answer's selection
+// of rows applies Requests.Model then) when the searches could not carry them (PostFilter);
+// otherwise the searches did, and it returns reqs as they are. It filters reqs in place.
 func (s Searches) Filter(reqs []traces.Request) []traces.Request {
 	if !s.PostFilter {
 		return reqs
@@ -112,34 +129,29 @@ func (s Searches) Filter(reqs []traces.Request) []traces.Request {
 	})
 }
 
-// Searches writes the trace searches of a requests query (pure) from the metrics' answer in
-// in (its Set nil when the metrics could not be read). Instances come from the metrics when a
-// filter needs resolving. The intervals where findings fire come first, each searched for its
-// instance, so that the requests the diagnosis points at are found whatever the sub-window
-// searches' limits keep; then each sub-window of the range is searched for each instance (or
-// once for the fleet, without filters), and, where the metrics give an instance's typical
-// TTFT, once more for its requests above the threshold that makes them stand out. With
-// AnomalousOnly the plain sub-window searches are left out: the findings' intervals and the
-// thresholds point at what stands out.
-func (r Requests) Searches(in correlate.Input) Searches {
+// Searches writes the trace searches of a requests query (pure) from the metrics' answer m.
+// Instances come from the metrics when a filter needs resolving. The intervals where findings
+// fire come first, each searched for its instance, so that the requests the diagnosis points
+// at are found whatever the sub-window searches' limits keep; then the fleet's slowest
+// requests, where the instances' TTFT histograms show them (slowestPlan); then each sub-window
+// of the range is searched for each instance (or once for the fleet, without filters), and,
+// for an instance with a threshold but no TTFT histogram, once more for its requests above the
+// threshold. With AnomalousOnly the plain sub-window searches are left out: the findings'
+// intervals and the slowest requests point at what stands out.
+func (r Requests) Searches(m RequestMetrics) Searches {
 	from, to, query := r.From, r.To, r.Filters
-	limit := query.Limit
-	if limit <= 0 {
-		limit = traces.DefaultLimit
-	}
-	p := Searches{instance: r.Instance, model: r.Model,
-		Selection: correlate.Selection{Model: r.Model.Matches, AnomalousOnly: query.AnomalousOnly, Limit: limit, MinTTFT: query.MinTTFT}}
+	p := Searches{instance: r.Instance, model: r.Model}
 	exact, isExact := r.Instance.Exact()
 	var instances []string
 	switch {
 	case r.Instance.All() && r.Model.All():
-	case in.Set == nil && isExact && r.Model.All():
+	case m.Set == nil && isExact && r.Model.All():
 		instances = []string{exact}
-	case in.Set == nil:
+	case m.Set == nil:
 		p.PostFilter = true
 		p.Notices = append(p.Notices, "Without the metrics, the instance and model filters cannot be resolved to instances: they are applied to the requests the trace searches returned, so matching requests beyond the searches' limit are missing.")
 	default:
-		instances = metricInstances(in.Set, r.Instance)
+		instances = metricInstances(m.Set, r.Instance)
 		if len(instances) == 0 && isExact {
 			// An instance the metrics do not know may still have spans.
 			instances = []string{exact}
@@ -150,14 +162,29 @@ func (r Requests) Searches(in correlate.Input) Searches {
 		}
 	}
 	var skipped int
-	p.Queries, skipped = findingSearches(in.Findings, instances, query, from, to)
+	p.Queries, skipped = findingSearches(m.Findings, instances, query, from, to)
 	if skipped > 0 {
 		p.Notices = append(p.Notices, fmt.Sprintf("%d more interval(s) where findings fire were not searched on their own (at most %d are): the sub-window searches cover them.", skipped, MaxFindingSearches))
 	}
-	thresholds := correlate.Thresholds(in.Typical, 0)
+	thresholds := m.Thresholds
 	slow := instances
 	if slow == nil && !p.PostFilter {
 		slow = slices.Sorted(maps.Keys(thresholds))
+	}
+	// The slowest requests, where the histograms show them, replace the threshold searches of
+	// the instances they cover.
+	covered := map[string]bool{}
+	if sp, ok := newSlowestPlan(m.Set, thresholds, instances, from, to, r.window); ok && !p.PostFilter {
+		qs, y := sp.searches(query.MinTTFT)
+		if !math.IsInf(y, 1) {
+			for _, in := range sp.instances {
+				covered[in.name] = true
+			}
+			p.Queries = append(p.Queries, qs...)
+		}
+		if y > 1 {
+			p.Notices = append(p.Notices, slowestNotice(y, len(qs)))
+		}
 	}
 	n := int(math.Ceil(float64(to.Sub(from)) / float64(SearchWindow)))
 	for _, w := range traces.Windows(from, to, min(max(n, 1), MaxWindows)) {
@@ -174,7 +201,7 @@ func (r Requests) Searches(in correlate.Input) Searches {
 		}
 		for _, inst := range slow {
 			th, ok := thresholds[inst]
-			if !ok {
+			if !ok || covered[inst] {
 				continue
 			}
 			sq := base

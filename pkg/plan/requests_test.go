@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seed/vllm-datasource/pkg/correlate"
 	"github.com/seed/vllm-datasource/pkg/diagnosis"
 	"github.com/seed/vllm-datasource/pkg/plan"
 	"github.com/seed/vllm-datasource/pkg/series"
@@ -24,7 +23,7 @@ func TestPlanSearches(t *testing.T) {
 	for _, inst := range []string{"vllm-01:8000", "vllm-02:8000", "vllm-03:8000"} {
 		set.Put(series.NewSeries(series.TTFTP50, series.Key{Instance: inst, Model: "m"}, set.Grid.Len))
 	}
-	typical := map[string]float64{"vllm-01:8000": 0.1, "vllm-02:8000": 0.2, "vllm-03:8000": 0.1}
+	thresholds := map[string]float64{"vllm-01:8000": 0.3, "vllm-02:8000": 0.6, "vllm-03:8000": 0.3}
 	finding := func(inst string, sev diagnosis.Severity, start, end int) diagnosis.Finding {
 		return diagnosis.Finding{Rule: diagnosis.KVCacheSaturated, Key: series.Key{Instance: inst, Model: "m"}, Severity: sev, Start: at(start), End: at(end)}
 	}
@@ -99,8 +98,7 @@ func TestPlanSearches(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			in := correlate.Input{Set: set, Findings: c.findings, Typical: typical, From: from, To: to}
-			p := r.Searches(in)
+			p := r.Searches(plan.RequestMetrics{Set: set, Findings: c.findings, Thresholds: thresholds})
 			got := make([]string, len(p.Queries))
 			for i, q := range p.Queries {
 				got[i] = describeSearch(q, from)
@@ -161,7 +159,7 @@ func TestNewRequests(t *testing.T) {
 			if len(p.Metrics.Rules) != 0 {
 				t.Errorf("rules %v, want every rule", p.Metrics.Rules)
 			}
-			for _, s := range append(correlate.Signals(), series.TTFTP50) {
+			for _, s := range append(series.JoinSignals(), series.TTFTP50) {
 				if !slices.Contains(p.Metrics.Signals, s) {
 					t.Errorf("%s is not fetched: the join and the ranking need it", s)
 				}
@@ -195,7 +193,7 @@ func TestRequestsSearchesWithoutMetrics(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p := r.Searches(correlate.Input{From: t0, To: to})
+			p := r.Searches(plan.RequestMetrics{})
 			var got []string
 			for _, q := range p.Queries {
 				got = append(got, describeSearch(q, t0))
@@ -235,15 +233,15 @@ func TestSearchesFilter(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			in := correlate.Input{From: t0, To: to}
+			var m plan.RequestMetrics
 			if c.metrics {
-				in.Set = series.NewSet(series.NewGrid(t0, to, 15*time.Second))
+				m.Set = series.NewSet(series.NewGrid(t0, to, 15*time.Second))
 				for _, inst := range []string{"vllm-01:8000", "vllm-02:8000"} {
-					in.Set.Put(series.NewSeries(series.TTFTP50, series.Key{Instance: inst, Model: "m"}, in.Set.Grid.Len))
+					m.Set.Put(series.NewSeries(series.TTFTP50, series.Key{Instance: inst, Model: "m"}, m.Set.Grid.Len))
 				}
 			}
 			var got []string
-			for _, r := range r.Searches(in).Filter(slices.Clone(reqs)) {
+			for _, r := range r.Searches(m).Filter(slices.Clone(reqs)) {
 				got = append(got, r.SpanID)
 			}
 			if !slices.Equal(got, c.want) {
@@ -253,34 +251,18 @@ func TestSearchesFilter(t *testing.T) {
 	}
 }
 
-// TestSearchesSelection shows what the answer keeps of the join's rows: the query's model
-// filter, AnomalousOnly, the limit with its default, and the TTFT the searches asked for.
-func TestSearchesSelection(t *testing.T) {
-	to := t0.Add(time.Hour)
-	cases := []struct {
-		name           string
-		model          string
-		filters        plan.RequestFilters
-		limit          int
-		matches, fails string
-	}{
-		{name: "no filter: every model, the default limit", limit: traces.DefaultLimit, matches: "qwen"},
-		{name: "a model regex", model: "llama.*", limit: traces.DefaultLimit, matches: "llama-3", fails: "qwen"},
-		{name: "the query's limit and flags", filters: plan.RequestFilters{Limit: 7, AnomalousOnly: true, MinTTFT: 0.5}, limit: 7, matches: "qwen"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			r, err := plan.NewRequests(settings, plan.Scope{From: t0, To: to, Model: c.model}, c.filters, to)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sel := r.Searches(correlate.Input{From: t0, To: to}).Selection
-			if sel.Limit != c.limit || sel.AnomalousOnly != c.filters.AnomalousOnly || sel.MinTTFT != c.filters.MinTTFT {
-				t.Errorf("selection limit %d anomalousOnly %v minTTFT %g, want %d %v %g", sel.Limit, sel.AnomalousOnly, sel.MinTTFT, c.limit, c.filters.AnomalousOnly, c.filters.MinTTFT)
-			}
-			if !sel.Model(c.matches) || (c.fails != "" && sel.Model(c.fails)) {
-				t.Errorf("model filter %q: matches %q %v, %q %v", c.model, c.matches, sel.Model(c.matches), c.fails, c.fails != "" && sel.Model(c.fails))
-			}
-		})
+// TestRequestsRows shows how many rows a requests answer shows: the query's limit, or the
+// default without one.
+func TestRequestsRows(t *testing.T) {
+	for _, c := range []struct {
+		limit, want int
+	}{{0, traces.DefaultLimit}, {-1, traces.DefaultLimit}, {7, 7}} {
+		r, err := plan.NewRequests(settings, plan.Scope{From: t0, To: t0.Add(time.Hour)}, plan.RequestFilters{Limit: c.limit}, t0.Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Rows != c.want {
+			t.Errorf("limit %d: %d rows, want %d", c.limit, r.Rows, c.want)
+		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seed/vllm-datasource/pkg/correlate"
 	"github.com/seed/vllm-datasource/pkg/plan"
 	"github.com/seed/vllm-datasource/pkg/traces"
 	"github.com/seed/vllm-datasource/pkg/vllm"
@@ -20,7 +19,7 @@ func TestSearchesAskForTheSpansVocabulary(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, g := range []vllm.Generation{vllm.GenerationV0, vllm.GenerationV1, vllm.GenerationNone} {
-		sp := r.Searches(correlate.Input{From: t0, To: to}).WithGeneration(g)
+		sp := r.Searches(plan.RequestMetrics{}).WithGeneration(g)
 		if len(sp.Queries) == 0 {
 			t.Fatal("no search planned")
 		}

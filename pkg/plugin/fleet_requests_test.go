@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"os"
@@ -14,8 +15,9 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 	"github.com/grafana/grafana-plugin-sdk-go/experimental/datasourcetest"
 
-	"github.com/seed/vllm-datasource/pkg/correlate"
+	"github.com/seed/vllm-datasource/pkg/frames"
 	"github.com/seed/vllm-datasource/pkg/plan"
+	"github.com/seed/vllm-datasource/pkg/series"
 	"github.com/seed/vllm-datasource/pkg/sim"
 	"github.com/seed/vllm-datasource/pkg/testbed"
 	"github.com/seed/vllm-datasource/pkg/traces"
@@ -209,20 +211,29 @@ func fleetExplainShape(t *testing.T, r backend.DataResponse) {
 	for _, f := range r.Frames {
 		names = append(names, f.Name)
 	}
-	if strings.Join(names, ",") != "explanation,stages,signals,request" {
-		t.Fatalf("frames %v, want explanation, stages, signals, request", names)
+	if strings.Join(names, ",") != "explanation,stages,explanation_details,signals,request" {
+		t.Fatalf("frames %v, want explanation, stages, explanation_details, signals, request", names)
 	}
-	mark := r.Frames[3]
+	// Explore shows the first 20 columns of each table: the sentence comes first.
+	if f := r.Frames[0].Fields[0]; f.Name != "explanation" || f.At(0) == "" {
+		t.Errorf("the explanation's first field is %s %v, want the sentence", f.Name, f.At(0))
+	}
+	for _, f := range r.Frames {
+		if len(f.Fields) > frames.MaxFields {
+			t.Errorf("frame %s has %d fields, more than Explore shows", f.Name, len(f.Fields))
+		}
+	}
+	mark := r.Frames[4]
 	if mark.Meta == nil || mark.Meta.DataTopic != data.DataTopicAnnotations {
 		t.Errorf("the request's interval is not an annotation: %+v", mark.Meta)
 	}
 	start, _ := mark.ConcreteAt(0, 0)
 	end, _ := mark.ConcreteAt(1, 0)
-	sig := r.Frames[2]
+	sig := r.Frames[3]
 	if sig.Meta == nil || sig.Meta.Type != data.FrameTypeTimeSeriesWide || sig.Meta.PreferredVisualization != data.VisTypeGraph {
 		t.Fatalf("signals frame meta %+v, want one wide time series for a graph", sig.Meta)
 	}
-	if sig.Rows() == 0 || len(sig.Fields) < 1+len(correlate.Joined) {
+	if sig.Rows() == 0 || len(sig.Fields) < 1+len(series.Joined) {
 		t.Fatalf("signals: %d rows, %d fields; want the joined signals around the request", sig.Rows(), len(sig.Fields))
 	}
 	first, _ := sig.ConcreteAt(0, 0)
@@ -302,10 +313,41 @@ func fleetAnomalousOnly(t *testing.T, b *fleetBed) {
 	if need := 0.8 * float64(min(len(slow), limit)); float64(found) < need {
 		t.Errorf("%d injected slow requests among the %d rows, want at least %.0f", found, f.Rows(), need)
 	}
+	// The fleet's slowest requests, as Tempo's exact TTFT filter finds them.
+	slowest := b.slowest(limit)
+	held := slowestHeld(f, slowest)
+	t.Logf("%d of the fleet's %d slowest TTFTs (%.1f s and more) are among the rows", held, len(slowest), slowest[len(slowest)-1].TTFT)
+	if need := 0.8 * float64(len(slowest)); float64(held) < need {
+		t.Errorf("%d of the fleet's %d slowest TTFTs among the rows, want at least %.0f", held, len(slowest), need)
+	}
+}
+
+// slowest is the ground truth of the fleet's n slowest first tokens: the n spans of the
+// simulation with the longest TTFT, as the simulator made them.
+func (b *fleetBed) slowest(n int) []sim.Span {
+	spans := slices.Clone(b.res.Spans)
+	slices.SortFunc(spans, func(x, y sim.Span) int { return cmp.Compare(y.TTFT, x.TTFT) })
+	return spans[:min(n, len(spans))]
+}
+
+// slowestHeld counts the spans of slowest among the rows of a requests frame.
+func slowestHeld(f *data.Frame, slowest []sim.Span) int {
+	rows := map[string]bool{}
+	for i := range f.Rows() {
+		rows[cellString(f, "trace_id", i)] = true
+	}
+	held := 0
+	for _, s := range slowest {
+		if rows[traceHex(s.TraceID)] {
+			held++
+		}
+	}
+	return held
 }
 
 // BenchmarkFleetRequests prints the wall time of a requests query over 2 h of a 12-instance
-// fleet and its number of trace searches (backend calls).
+// fleet, its number of trace searches (backend calls) and the share of the fleet's slowest
+// TTFTs (as many as the limit, from the simulator) among its rows.
 func BenchmarkFleetRequests(b *testing.B) {
 	bed := newFleetBed(b)
 	for _, mode := range []struct {
@@ -316,12 +358,14 @@ func BenchmarkFleetRequests(b *testing.B) {
 		{"anomalousOnly", map[string]any{"anomalousOnly": true, "limit": 100}},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
-			calls := 0
+			calls, held := 0, 0
+			slowest := bed.slowest(mode.model["limit"].(int))
 			for b.Loop() {
-				_, exec := bed.requests(b, bed.res.Start, bed.res.Start.Add(fleetRun), mode.model)
-				calls = jaegerCalls(exec)
+				f, exec := bed.requests(b, bed.res.Start, bed.res.Start.Add(fleetRun), mode.model)
+				calls, held = jaegerCalls(exec), slowestHeld(f, slowest)
 			}
 			b.ReportMetric(float64(calls), "searches/op")
+			b.ReportMetric(float64(held)/float64(len(slowest)), "slowest-recall")
 		})
 	}
 }

@@ -155,6 +155,8 @@ func (d *Datasource) diagnosePlan(ctx context.Context, p plan.Diagnosis) (*Diagn
 	for i, s := range p.Signals {
 		names[i] = string(s)
 	}
+	// A histogram family kept whole is part of what the evaluation holds (a requests query's).
+	names = append(names, p.Metrics.Histograms...)
 	key := newEvalKey(p.Rules, names, p.Metrics.Instance, p.Metrics.Model, p.Step, p.From, p.To)
 	diag, shared, err := d.evals.get(ctx, key, func(ctx context.Context) (*Diagnosis, error) {
 		return d.evaluate(ctx, p)

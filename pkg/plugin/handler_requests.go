@@ -58,13 +58,14 @@ func handleRequests(ctx context.Context, d *Datasource, q backend.DataQuery, que
 	}
 
 	// Phase 2: the searches depend on what the metrics answered.
-	sp := p.Searches(in).WithGeneration(spans)
+	sp := p.Searches(plan.RequestMetrics{Set: in.Set, Findings: in.Findings, Thresholds: correlate.Thresholds(in.Typical, 0)}).WithGeneration(spans)
 	reqs, info, _, err := traces.SearchAll(ctx, d.traces, sp.Queries, searchParallel)
 	if err != nil {
 		return errorResponse(err)
 	}
 	in.Requests, in.Truncated = sp.Filter(reqs), info.Truncated
-	rows, notices := correlate.Requests(in, sp.Selection, slices.Concat(notices, sp.Notices, info.Notices(len(sp.Queries), sp.Selection.Limit)))
+	sel := correlate.Selection{Model: p.Model.Matches, AnomalousOnly: p.Filters.AnomalousOnly, Limit: p.Rows, MinTTFT: p.Filters.MinTTFT}
+	rows, notices := correlate.Requests(in, sel, slices.Concat(notices, sp.Notices, info.Notices(len(sp.Queries), p.Rows)))
 	return backend.DataResponse{Frames: data.Frames{frames.Requests(rows, d.settings.traceLinks(answeringUID(ctx)), signalInfo, p.Executed(metrics, info.Query), notices)}}
 }
 

@@ -2,8 +2,11 @@
 // domain packages (diagnosis, correlate) consume: values of named signals per vLLM instance and
 // model on one regular time grid. It has no I/O. It is also the one home of what those
 // packages share: the NaN fill of a series (NaNs), the number formatting of their texts with one
-// wording for a missing value (Format, Missing), and the request minimum for a quantile or a
-// window statistic (MinRequests).
+// wording for a missing value (Format, Missing), the request minimum for a quantile or a
+// window statistic (MinRequests), and the signals a request is joined with (Joined), which the
+// plans fetch, the join reads and the frames show. A query may also keep histogram families
+// whole (Histogram: bucket rates per step), as the requests plan does to find the slowest
+// requests.
 package series
 
 import (
@@ -77,7 +80,8 @@ func (s *Series) HasBounds() bool {
 }
 
 // Set is the aligned signals of one query: every series on one grid, the signals that could
-// not be had and why, and the KV-cache configuration of each instance.
+// not be had and why, the KV-cache configuration of each instance, and the histogram families
+// kept whole when a query asked for them.
 type Set struct {
 	Grid   Grid
 	series map[Key]map[Signal]*Series
@@ -85,11 +89,32 @@ type Set struct {
 	Absent map[Signal]string
 	// CacheConfig maps an instance to its vllm:cache_config_info facts.
 	CacheConfig map[string]vllm.CacheConfig
+	hists       map[string]map[Key]*Histogram
 }
 
 // NewSet returns an empty set on a grid.
 func NewSet(g Grid) *Set {
-	return &Set{Grid: g, series: map[Key]map[Signal]*Series{}, Absent: map[Signal]string{}, CacheConfig: map[string]vllm.CacheConfig{}}
+	return &Set{Grid: g, series: map[Key]map[Signal]*Series{}, Absent: map[Signal]string{}, CacheConfig: map[string]vllm.CacheConfig{},
+		hists: map[string]map[Key]*Histogram{}}
+}
+
+// PutHistogram adds or replaces a key's histogram of a metric family (such as
+// vllm:time_to_first_token_seconds).
+func (s *Set) PutHistogram(family string, k Key, h *Histogram) {
+	m := s.hists[family]
+	if m == nil {
+		m = map[Key]*Histogram{}
+		s.hists[family] = m
+	}
+	m[k] = h
+}
+
+// Histogram returns a key's histogram of a metric family, or nil.
+func (s *Set) Histogram(family string, k Key) *Histogram { return s.hists[family][k] }
+
+// HistogramKeys returns the keys with a histogram of a metric family, sorted as Keys.
+func (s *Set) HistogramKeys(family string) []Key {
+	return sortedKeys(s.hists[family])
 }
 
 // Put adds or replaces a series.
@@ -106,9 +131,11 @@ func (s *Set) Put(x *Series) {
 func (s *Set) Get(k Key, sig Signal) *Series { return s.series[k][sig] }
 
 // Keys returns every key with at least one series, sorted by instance then model.
-func (s *Set) Keys() []Key {
-	keys := make([]Key, 0, len(s.series))
-	for k := range s.series {
+func (s *Set) Keys() []Key { return sortedKeys(s.series) }
+
+func sortedKeys[V any](m map[Key]V) []Key {
+	keys := make([]Key, 0, len(m))
+	for k := range m {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool {

@@ -78,3 +78,39 @@ func TestNaNs(t *testing.T) {
 		t.Errorf("NaNs(3) = %v; want three NaNs", v)
 	}
 }
+
+// TestHistogramAboveAndTop: what a histogram's bucket rates say of one step's observations.
+// Cumulative rates 1, 3, 3, 4 at bounds 0.1, 0.5, 1, +Inf: one per second up to 0.1 s, two
+// more up to 0.5 s, none up to 1 s, one above.
+func TestHistogramAboveAndTop(t *testing.T) {
+	nan := math.NaN()
+	h := &Histogram{Uppers: []float64{0.1, 0.5, 1, math.Inf(1)}, Rates: [][]float64{{1, 0, nan}, {3, 0, nan}, {3, 0, nan}, {4, 0, nan}}}
+	cases := []struct {
+		bound, above float64
+	}{
+		{0.05, 4}, // no bound at or below: every observation
+		{0.1, 3},
+		{0.3, 3}, // the bucket (0.1, 0.5] may hold some above 0.3: counted
+		{0.5, 1},
+		{1, 1},
+		{5, 1},
+	}
+	for _, c := range cases {
+		if got := h.Above(c.bound, 0); got != c.above {
+			t.Errorf("above %g: %g, want %g", c.bound, got, c.above)
+		}
+	}
+	if got := h.Top(0); !math.IsInf(got, 1) {
+		t.Errorf("top %g, want +Inf (an observation above 1 s)", got)
+	}
+	h.Rates[3][0] = 3
+	if got := h.Top(0); got != 0.5 {
+		t.Errorf("top %g, want 0.5 (nothing between 0.5 and +Inf)", got)
+	}
+	if got, top := h.Above(0.1, 1), h.Top(1); got != 0 || top != 0 {
+		t.Errorf("a step without observations: above %g, top %g; want 0 and 0", got, top)
+	}
+	if got := h.Above(0.1, 2); !math.IsNaN(got) {
+		t.Errorf("a step without samples: above %g, want NaN", got)
+	}
+}

@@ -70,9 +70,27 @@ func TestQuantilesReadEachInstancesOwnBuckets(t *testing.T) {
 
 	end := start.Add(scrapes * scrapeEvery)
 	res, err := client.Fetch(context.Background(), signals.Request{Signals: []series.Signal{series.TTFTP50, series.TTFTP99, series.TTFTRatio},
-		Start: start, End: end, Step: scrapeEvery})
+		Start: start, End: end, Step: scrapeEvery, Histograms: []string{vllm.TimeToFirstToken}})
 	require.NoError(t, err)
-	assert.Len(t, res.Queries, 1, "the quantiles of one family share one query of its bucket rates: %v", res.Queries)
+	assert.Len(t, res.Queries, 1, "the quantiles of one family and the family kept whole share one query of its bucket rates: %v", res.Queries)
+
+	// The family kept whole, each instance's own buckets: per scrape, 3 × the ten observations,
+	// of which 0.3, 0.35 and 0.9 lie above 0.25.
+	perSecond := 3 / scrapeEvery.Seconds()
+	for _, c := range []struct {
+		instance   string
+		above, top float64
+	}{
+		{"full:8000", 3 * perSecond, 1},
+		{"thinned:8000", 3 * perSecond, 5},
+		{"coarse:8000", 10 * perSecond, 1}, // no bound at or below 0.25: every observation
+	} {
+		h := res.Set.Histogram(vllm.TimeToFirstToken, series.Key{Instance: c.instance, Model: "m"})
+		require.NotNil(t, h, c.instance)
+		last := res.Set.Grid.Len - 1
+		assert.InDelta(t, c.above, h.Above(0.25, last), 1e-9, "%s: rate above 0.25 s", c.instance)
+		assert.Equal(t, c.top, h.Top(last), "%s: the highest bucket with observations", c.instance)
+	}
 
 	wantBucket := map[string]map[series.Signal][2]float64{
 		"full:8000":    {series.TTFTP50: {0.1, 0.25}, series.TTFTP99: {0.75, 1}},

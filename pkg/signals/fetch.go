@@ -62,6 +62,10 @@ type Request struct {
 	// per rate window instead of one per step, each value held until the next: every sample is
 	// still counted once, at a fraction of the steps.
 	CoarseBefore time.Time
+	// Histograms are metric families (such as vllm.TimeToFirstToken) whose bucket rates the
+	// set keeps whole (series.Set.Histogram), per instance and model, besides the signals; a
+	// family this Prometheus lacks is left out.
+	Histograms []string
 }
 
 // Result is the aligned signals of a request, the plan they were fetched by, and what a user
@@ -234,9 +238,18 @@ func (a *aligner) align(i int) {
 	for _, piece := range a.pieces[i] {
 		m = append(m, piece...)
 	}
-	hists := map[string]map[series.Key]*histogram{}
+	hists := map[string]map[series.Key]*series.Histogram{}
 	for _, sig := range a.p.serves[e] {
 		alignSignal(a.set, a.p.labels, sig, m, hists, e)
+	}
+	if family, ok := a.p.keeps[e]; ok {
+		h, ok := hists[e]
+		if !ok {
+			h = histograms(m, a.p.labels, a.set.Grid)
+		}
+		for key, hist := range h {
+			a.set.PutHistogram(family, key, hist)
+		}
 	}
 	a.pieces[i], a.aligned[i] = nil, true
 }
@@ -302,7 +315,7 @@ func absentReason(d *Def, det vllm.Detection) string {
 
 // alignSignal copies a matrix onto the set's grid. A quantile signal's matrix holds bucket
 // rates: its values and bucket intervals are computed from each key's own buckets.
-func alignSignal(set *series.Set, labels Labels, sig series.Signal, m model.Matrix, hists map[string]map[series.Key]*histogram, expr string) {
+func alignSignal(set *series.Set, labels Labels, sig series.Signal, m model.Matrix, hists map[string]map[series.Key]*series.Histogram, expr string) {
 	d, _ := Lookup(sig)
 	if d.q > 0 {
 		h, ok := hists[expr]
@@ -312,7 +325,7 @@ func alignSignal(set *series.Set, labels Labels, sig series.Signal, m model.Matr
 		}
 		for key, hist := range h {
 			s := series.NewSeries(sig, key, set.Grid.Len)
-			hist.quantile(d.q, s)
+			fillQuantile(hist, d.q, s)
 			set.Put(s)
 		}
 		return

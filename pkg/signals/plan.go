@@ -38,6 +38,7 @@ type Plan struct {
 	Absent map[series.Signal]string
 
 	serves map[string][]series.Signal // expression → the signals aligned from its answer
+	keeps  map[string]string          // expression → the histogram family kept from its answer
 	labels Labels
 }
 
@@ -84,9 +85,19 @@ func NewPlan(cfg Config, det vllm.Detection, req Request) (*Plan, error) {
 		return nil, backend.PluginError(err)
 	}
 	p := &Plan{Request: req, Grid: grid, Window: window, Generation: det.Generation,
-		Absent: map[series.Signal]string{}, serves: map[string][]series.Signal{}, labels: cfg.Labels}
+		Absent: map[series.Signal]string{}, serves: map[string][]series.Signal{}, keeps: map[string]string{}, labels: cfg.Labels}
 	for _, s := range req.Signals {
 		p.add(det, b, s)
+	}
+	for _, family := range req.Histograms {
+		if det.Has(family) {
+			e := bucketRates(b, family)
+			p.keeps[e] = family
+			if _, read := p.serves[e]; !read {
+				// Read for the histogram alone; a quantile of the family reads the same expression.
+				p.serves[e] = nil
+			}
+		}
 	}
 	for e := range p.serves {
 		p.Exprs = append(p.Exprs, e)

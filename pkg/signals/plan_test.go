@@ -63,6 +63,22 @@ func TestPlanWritesTheQueriesOfARequest(t *testing.T) {
 			planText: []string{"Prometheus range queries, rate window 1m0s, 2026-01-01T10:00:00Z to 2026-01-01T11:00:00Z every 15s:"},
 		},
 		{
+			name: "a histogram family kept whole shares its quantiles' query; an absent one is left out",
+			det:  v1Names,
+			req: signals.Request{Signals: []series.Signal{series.TTFTP99}, Start: at("10:00:00"), End: at("11:00:00"), Step: 15 * time.Second,
+				Histograms: []string{vllm.TimeToFirstToken, vllm.E2ELatency}},
+			exprs:  []string{`sum by (instance, model_name, le) (rate(vllm:time_to_first_token_seconds_bucket{job="vllm"}[1m]))`},
+			ranges: []plannedRange{{"10:00:00", "11:00:00", 15 * time.Second}},
+		},
+		{
+			name: "a histogram family kept whole alone",
+			det:  vllm.Detect([]string{vllm.E2ELatency + "_bucket"}),
+			req: signals.Request{Start: at("10:00:00"), End: at("11:00:00"), Step: 15 * time.Second,
+				Histograms: []string{vllm.E2ELatency}},
+			exprs:  []string{`sum by (instance, model_name, le) (rate(vllm:e2e_request_latency_seconds_bucket{job="vllm"}[1m]))`},
+			ranges: []plannedRange{{"10:00:00", "11:00:00", 15 * time.Second}},
+		},
+		{
 			name:   "V0 names for the same signal",
 			det:    v0Names,
 			req:    signals.Request{Signals: []series.Signal{series.KVUsage}, Start: at("10:00:00"), End: at("11:00:00"), Step: time.Minute},

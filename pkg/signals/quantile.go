@@ -81,17 +81,10 @@ func almostEqual(a, b, epsilon float64) bool {
 	return diff/math.Min(absSum, math.MaxFloat64) < epsilon
 }
 
-// histogram is one key's bucket rates on the grid: one row per distinct bound, sorted, each
-// with a value per step (NaN where the bucket had no sample).
-type histogram struct {
-	uppers []float64
-	rates  [][]float64
-}
-
 // histograms groups a matrix of sum by (instance, model, le) (rate(..._bucket[w])) per key.
 // Each key keeps its own bounds, so instances scraped with different bucket layouts (or with
 // some buckets dropped by relabelling) are each read as they are.
-func histograms(m model.Matrix, l Labels, g series.Grid) map[series.Key]*histogram {
+func histograms(m model.Matrix, l Labels, g series.Grid) map[series.Key]*series.Histogram {
 	byBound := map[series.Key]map[float64][]float64{}
 	for _, stream := range m {
 		le, err := strconv.ParseFloat(string(stream.Metric[model.BucketLabel]), 64)
@@ -122,30 +115,30 @@ func histograms(m model.Matrix, l Labels, g series.Grid) map[series.Key]*histogr
 			}
 		}
 	}
-	out := make(map[series.Key]*histogram, len(byBound))
+	out := make(map[series.Key]*series.Histogram, len(byBound))
 	for key, rows := range byBound {
-		h := &histogram{}
+		h := &series.Histogram{}
 		for le := range rows {
-			h.uppers = append(h.uppers, le)
+			h.Uppers = append(h.Uppers, le)
 		}
-		sort.Float64s(h.uppers)
-		for _, le := range h.uppers {
-			h.rates = append(h.rates, rows[le])
+		sort.Float64s(h.Uppers)
+		for _, le := range h.Uppers {
+			h.Rates = append(h.Rates, rows[le])
 		}
 		out[key] = h
 	}
 	return out
 }
 
-// quantile fills a quantile series from the histogram: the value histogram_quantile would
+// fillQuantile fills a quantile series from a histogram: the value histogram_quantile would
 // answer at each step, and the bucket that holds it.
-func (h *histogram) quantile(q float64, s *series.Series) {
+func fillQuantile(h *series.Histogram, q float64, s *series.Series) {
 	s.Lower, s.Upper = series.NaNs(len(s.Values)), series.NaNs(len(s.Values))
-	bs := make([]bucket, 0, len(h.uppers))
+	bs := make([]bucket, 0, len(h.Uppers))
 	for i := range s.Values {
 		bs = bs[:0]
-		for j, up := range h.uppers {
-			if c := h.rates[j][i]; !math.IsNaN(c) {
+		for j, up := range h.Uppers {
+			if c := h.Rates[j][i]; !math.IsNaN(c) {
 				bs = append(bs, bucket{upper: up, count: c})
 			}
 		}

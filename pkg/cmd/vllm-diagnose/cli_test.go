@@ -347,7 +347,7 @@ func TestAgainstRealBackends(t *testing.T) {
 		}
 		g := grafanaFor(t, b.prom.URL, map[string]any{"labelMatchers": matchers(run), "tracesBackend": "jaeger", "tracesUrl": b.jaeger.QueryURL})
 		answer := g.ask(t, map[string]any{"queryType": "explain", "traceId": id}, qFrom, qTo)
-		sameRows(t, "explanation", frameNamed(answer.Frames, "explanation"), []map[string]any{rep.Explanation})
+		sameRows(t, "explanation", explanationFrame(answer.Frames), []map[string]any{rep.Explanation})
 		sameRows(t, "stages", frameNamed(answer.Frames, "stages"), rep.Stages)
 		if !strings.Contains(str(rep.Explanation, "findings"), tr.Rule) {
 			t.Fatalf("a request in the middle of the fault does not list %s: %v", tr.Rule, rep.Explanation)

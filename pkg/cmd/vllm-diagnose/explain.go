@@ -21,7 +21,8 @@ type explainReport struct {
 	SchemaVersion string `json:"schemaVersion"`
 	Kind          string `json:"kind"`
 	TraceID       string `json:"traceId"`
-	// Explanation is the plugin's explanation frame's one row, every column by name.
+	// Explanation is the one row of the plugin's explanation frame and its details frame,
+	// every column by name.
 	Explanation row   `json:"explanation"`
 	Stages      []row `json:"stages"`
 	// Findings are the findings frame's rows for the rules active while the request ran.
@@ -65,7 +66,8 @@ func (c *rootCommand) runExplain(ctx context.Context, traceID string) error {
 		return err
 	}
 	frames := ans["explain"]
-	expl := rows(frameNamed(frames, "explanation"))
+	explFrame := explanationFrame(frames)
+	expl := rows(explFrame)
 	if len(expl) != 1 {
 		return errors.New("internal error: the plugin's explain answer has no explanation row")
 	}
@@ -102,7 +104,21 @@ func (c *rootCommand) runExplain(ctx context.Context, traceID string) error {
 	if c.opts.output == outJSON {
 		return writeJSON(c.stdout, rep)
 	}
-	return writeExplainTable(c.stdout, frameNamed(frames, "explanation"), rep, c.painter())
+	return writeExplainTable(c.stdout, explFrame, rep, c.painter())
+}
+
+// explanationFrame is the plugin's explanation frame with its details frame's columns after
+// its own (both one row): every column of the explanation, as one row of the report.
+func explanationFrame(fs data.Frames) *data.Frame {
+	f := frameNamed(fs, "explanation")
+	if f == nil {
+		return nil
+	}
+	out := data.NewFrame(f.Name, f.Fields...)
+	if d := frameNamed(fs, "explanation_details"); d != nil {
+		out.Fields = append(out.Fields, d.Fields...)
+	}
+	return out
 }
 
 // writeExplainTable shows every column of the explanation under its display name, then the

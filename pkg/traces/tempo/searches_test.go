@@ -44,6 +44,12 @@ func metricsAnswer(t *testing.T, from, to time.Time, typical map[string]float64,
 	return in
 }
 
+// searchInput is what the plan's searches read of a metrics answer, as the plugin's requests
+// handler hands it over.
+func searchInput(in correlate.Input) plan.RequestMetrics {
+	return plan.RequestMetrics{Set: in.Set, Findings: in.Findings, Thresholds: correlate.Thresholds(in.Typical, 0)}
+}
+
 // fleetNames are n instance names as a Kubernetes fleet has them, 60 bytes each.
 func fleetNames(n int) []string {
 	out := make([]string, n)
@@ -109,7 +115,7 @@ func TestEveryTraceQLIsUnderTheLexerBound(t *testing.T) {
 			if withMetrics {
 				in = metricsAnswer(t, from, to, typical, findings)
 			}
-			return r.Searches(in).WithGeneration(g).Queries
+			return r.Searches(searchInput(in)).WithGeneration(g).Queries
 		}
 	}
 	peers := func(instance string) func(t *testing.T, g vllm.Generation) []traces.Query {
@@ -233,7 +239,7 @@ func TestTempoFleetBehaviourOnTheLiveAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sp := p.Searches(in).WithGeneration(vllm.GenerationV1)
+	sp := p.Searches(searchInput(in)).WithGeneration(vllm.GenerationV1)
 	reqs, info, _, err := traces.SearchAll(context.Background(), src, sp.Queries, 4)
 	if err != nil {
 		t.Fatal(err)
@@ -243,7 +249,7 @@ func TestTempoFleetBehaviourOnTheLiveAnswer(t *testing.T) {
 		t.Errorf("no search has the conditions the live Tempo answered, %s; sent:\n%s", recConds, strings.Join(tp.sent, "\n"))
 	}
 	in.Requests, in.Truncated = sp.Filter(reqs), info.Truncated
-	rows, _ := correlate.Requests(in, sp.Selection, nil)
+	rows, _ := correlate.Requests(in, correlate.Selection{Limit: p.Rows}, nil)
 	if len(rows) != 5 {
 		t.Fatalf("%d rows, want the 5 requests the live Tempo returned", len(rows))
 	}
