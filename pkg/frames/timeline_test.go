@@ -174,3 +174,38 @@ func TestHeadlineSeverityAtACoarsePanelStep(t *testing.T) {
 		t.Errorf("headline at 10 min: %q, want %q", got, want)
 	}
 }
+
+// A fleet where every instance has a finding: past ReadableRows rows, the least severe are
+// left out (critical before warning), and the notice counts them apart from the quiet ones.
+func TestTimelineOfAFleetOfFindingsKeepsTheMostSevere(t *testing.T) {
+	grid := series.Grid{Start: start, Step: time.Minute, Len: 2}
+	res := diagnosis.Result{Grid: grid}
+	n := ReadableRows + 5
+	for i := range n {
+		k := series.Key{Instance: fmt.Sprintf("vllm-%02d:8000", i), Model: "llama"}
+		sev := diagnosis.Warning
+		if i%2 == 1 {
+			sev = diagnosis.Critical
+		}
+		res.Timelines = append(res.Timelines, diagnosis.Timeline{Key: k, Rules: []diagnosis.RuleStates{
+			{Rule: diagnosis.KVCacheSaturated, States: []diagnosis.State{diagnosis.Firing, diagnosis.Firing}}}})
+		res.Findings = append(res.Findings, diagnosis.Finding{Rule: diagnosis.KVCacheSaturated, Key: k, Severity: sev,
+			Start: start, End: start.Add(2 * time.Minute)})
+	}
+	frames := Timeline(res, HeadlineRows)
+	if len(frames) != ReadableRows {
+		t.Fatalf("%d rows, want %d", len(frames), ReadableRows)
+	}
+	criticals := 0
+	for _, f := range frames {
+		if f.Fields[1].At(0) == HeadlineValue(string(diagnosis.Critical), diagnosis.KVCacheSaturated) {
+			criticals++
+		}
+	}
+	if criticals != n/2 {
+		t.Errorf("%d critical rows drawn, want every one of the %d", criticals, n/2)
+	}
+	if want := fmt.Sprintf("5 of %d instances are not drawn (0 ok throughout, 5 with less severe findings", n); !strings.HasPrefix(frames[0].Meta.Notices[0].Text, want) {
+		t.Errorf("notice %q, want %q", frames[0].Meta.Notices[0].Text, want)
+	}
+}
