@@ -105,13 +105,13 @@ func (r Recommendation) String() string {
 	}
 	switch {
 	case r.Instead != "":
-		return fmt.Sprintf("%s: no change (%s now): %s (%s)", r.Flag, current, r.Instead, r.Arithmetic)
+		return fmt.Sprintf("%s: no change (current %s): %s (%s)", r.Flag, current, r.Instead, r.Arithmetic)
 	case !r.Known() && r.Missing != "":
 		return "no value: " + r.Missing
 	case !r.Known():
 		return ""
 	case r.Change == Raise || r.Change == Lower:
-		return fmt.Sprintf("%s %s from %s to %s: %s (%s; %s now)", r.Change, r.Flag, r.Current, whole(r.Value), r.Effect, r.Arithmetic, current)
+		return fmt.Sprintf("%s %s from %s to %s: %s (%s; current %s)", r.Change, r.Flag, r.Current, whole(r.Value), r.Effect, r.Arithmetic, current)
 	}
 	return fmt.Sprintf("set %s to %s as a target (its current value is %s): %s (%s)", r.Flag, whole(r.Value), current, r.Effect, r.Arithmetic)
 }
@@ -273,5 +273,5 @@ func stepBudget(e *env, sp span) (Current, string) {
 			lo = u
 		}
 	}
-	return Between(lo, top), fmt.Sprintf("the largest bucket of %s reached in the window, %s tokens per step, which the budget bounds", vllm.IterationTokens, interval(lo, top))
+	return Between(lo, top), "the largest bucket of " + vllm.IterationTokens + " reached in the window (tokens per engine step, which the budget bounds)"
 }
