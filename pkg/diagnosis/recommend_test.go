@@ -154,7 +154,8 @@ func TestInstancesNeeded(t *testing.T) {
 		contains []string
 	}{
 		// 6/s finished + 3/s queue growth = 9/s arrivals; ⌈9 / 4⌉ = 3 instances, 2 more.
-		{"add two", KneeInput{Finished: 6, QueueGrowth: 3, Held: 4, HeldWhere: "this instance"}, 3, []string{"= 9/s", "raise instances serving this traffic from 1 to 3", "add 2 instance"}},
+		{"add two", KneeInput{Finished: 6, QueueGrowth: 3, Held: 4, HeldWhere: "this instance", PromptTPS: 12345.4}, 3,
+			[]string{"= 9/s", "raise instances serving this traffic from 1 to 3", "add 2 instance", "--max-num-queued-tokens ≈ your TTFT objective in seconds × 12345 prompt tokens/s"}},
 		// 3/s, no queue growth known: ⌈3 / 4⌉ = 1, yet the finding holds: one more, never 0.
 		{"at least one more", KneeInput{Finished: 3, QueueGrowth: math.NaN(), Held: 4}, 2, []string{"⌈3 / 4⌉ = 1, at least 2 while the queue grows", "add 1 instance"}},
 		{"no healthy step in the range", KneeInput{Finished: 6, QueueGrowth: 3, Held: 0}, math.NaN(), []string{"widen the range"}},

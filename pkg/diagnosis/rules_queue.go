@@ -64,7 +64,7 @@ var pastTheKnee = Rule{
 		return fmt.Sprintf("%s of requests waiting, KV usage %s", percent(waitingShare(e, &j, i)), num(e.optional(series.KVUsage, i)))
 	},
 	recommend: recommender{
-		reads:   []series.Signal{series.RequestRate, series.Running, series.Waiting},
+		reads:   []series.Signal{series.RequestRate, series.Running, series.Waiting, series.PromptTPS},
 		compute: instancesNeeded,
 	},
 	rank: 30,
@@ -113,12 +113,16 @@ type KneeInput struct {
 	Finished, QueueGrowth float64
 	Held                  float64
 	HeldWhere             string
+	// PromptTPS is the prompt tokens the instance prefilled per second over the finding.
+	PromptTPS float64
 }
 
 // InstancesNeeded is how many instances carry this instance's traffic: arrivals (finished
 // requests per second plus the queue's growth per second, from the finding's start to the
 // queue's peak) over the rate one instance held without a queue, rounded up, and at least two
-// while the finding holds: its queue grew, so this instance alone does not carry the load.
+// while the finding holds: its queue grew, so this instance alone does not carry the load. Until
+// then, vLLM's admission control (0.29 or later) can turn the excess away: its queued-tokens cap
+// is the TTFT objective times the prefill throughput, which the advice states per second.
 func InstancesNeeded(in KneeInput) Recommendation {
 	const flag = "instances serving this traffic"
 	if math.IsNaN(in.Finished) {
@@ -138,8 +142,12 @@ func InstancesNeeded(in KneeInput) Recommendation {
 	if need > ratio {
 		floorNote = ", at least 2 while the queue grows"
 	}
+	admission := ""
+	if in.PromptTPS > 0 {
+		admission = fmt.Sprintf("; meanwhile, on vLLM 0.29 or later, --max-num-queued-tokens ≈ your TTFT objective in seconds × %s prompt tokens/s (this instance's prefill throughput; the cap is server-wide) answers the excess with 503 instead of queueing it", whole(math.Round(in.PromptTPS)))
+	}
 	return Recommendation{Flag: flag, Value: need, Current: Exact(1), CurrentSource: "this instance", Change: Raise,
-		Effect: fmt.Sprintf("add %s instance(s) of this capacity (or route that share of the traffic elsewhere), so the queue drains", whole(need-1)),
+		Effect: fmt.Sprintf("add %s instance(s) of this capacity (or route that share of the traffic elsewhere), so the queue drains%s", whole(need-1), admission),
 		Arithmetic: fmt.Sprintf("arrivals %s/s finished (aborted included) + %s/s queue growth = %s/s; one instance held %s/s with waiting < 10%% of running (%s); ⌈%s / %s⌉ = %s%s",
 			num(in.Finished), num(growth), num(arrival), num(in.Held), in.HeldWhere, num(arrival), num(in.Held), whole(ratio), floorNote)}
 }
@@ -154,7 +162,7 @@ func instancesNeeded(e *env, sp span) Recommendation {
 			top, peak = i, w
 		}
 	}
-	in := KneeInput{Finished: e.meanOver(series.RequestRate, sp.start, top), QueueGrowth: math.NaN()}
+	in := KneeInput{Finished: e.meanOver(series.RequestRate, sp.start, top), QueueGrowth: math.NaN(), PromptTPS: e.meanOver(series.PromptTPS, sp.start, sp.end)}
 	if dur := g.Time(top).Sub(g.Time(sp.start)).Seconds(); dur > 0 {
 		in.QueueGrowth = (peak - e.at(series.Waiting, sp.start)) / dur
 	}
