@@ -2,10 +2,12 @@ package diagnosis
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/seed/vllm-datasource/pkg/series"
+	"github.com/seed/vllm-datasource/pkg/vllm"
 )
 
 // checkRec compares a recommendation with the expected value (NaN: none), and checks that the
@@ -292,4 +294,57 @@ func TestPastTheKneeMeasuresArrivalsUpToTheQueuesPeak(t *testing.T) {
 		t.Fatalf("%d findings, want 1", len(fs))
 	}
 	checkRec(t, fs[0].Recommendation, 3, "0.4561/s queue growth", "= 3", "add 2 instance")
+}
+
+// tokensPerStep is a tokens-per-step histogram whose steps all fall in the bucket (lo, hi] of
+// vLLM's layout, 40 steps a second.
+func tokensPerStep(n int, hi float64) *series.Histogram {
+	uppers := append(slices.Clone(vllm.IterationTokenBuckets), math.Inf(1))
+	h := &series.Histogram{Uppers: uppers, Rates: make([][]float64, len(uppers))}
+	for j, u := range uppers {
+		h.Rates[j] = make([]float64, n)
+		for i := range n {
+			if u >= hi {
+				h.Rates[j][i] = 40
+			}
+		}
+	}
+	return h
+}
+
+// The budget's current value is the bucket of tokens per step the window reached, and the
+// advice raises it from there; where running sat at its ceiling with steps carrying more than
+// its decodes, the sequence cap limited the steps, and the bucket only bounds the budget from
+// below.
+func TestBudgetAdviceReadsTheStepsBucket(t *testing.T) {
+	tests := []struct {
+		name    string
+		running float64
+		stepTop float64
+		want    []string
+	}{
+		// Steps of (16, 32] tokens carry no more than the 32 running decodes: the budget holds
+		// them. 32 running + 1 × 1900 = 1932, above the bucket.
+		{"steps fill the budget", 32, 32, []string{"raise --max-num-batched-tokens from in (16, 32] to 1932", "the largest bucket of vllm:iteration_tokens_total"}},
+		// Running sits at 8 (its ceiling: it never moves) while steps carry (256, 512]: 1908
+		// is a target above a budget of at least 256.
+		{"running at its ceiling", 8, 512, []string{"set --max-num-batched-tokens to 1908 as a target (its current value is at least 256", "running sat at its ceiling of 8"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set := newSet(totalSteps)
+			scenario(set, keyA, map[series.Signal]sample{series.Running: x(tt.running), series.Waiting: x(40), series.KVUsage: x(0.2),
+				series.PromptLengthP95: qb(1900, 1000, 2000), series.EngineStepRate: x(50)})
+			set.PutHistogram(vllm.IterationTokens, keyA, tokensPerStep(totalSteps, tt.stepTop))
+			fs := findingsOf(evaluate(t, set, Options{Rules: []string{QueueWithFreeCache}, EvalFrom: evalFrom}), QueueWithFreeCache)
+			if len(fs) != 1 {
+				t.Fatalf("%d findings, want 1", len(fs))
+			}
+			for _, c := range tt.want {
+				if got := fs[0].Recommendation.String(); !strings.Contains(got, c) {
+					t.Errorf("%q lacks %q", got, c)
+				}
+			}
+		})
+	}
 }

@@ -188,6 +188,12 @@ func batchedTokens(e *env, sp span) Recommendation {
 		RequestRate: e.meanOver(series.RequestRate, sp.start, sp.end), StepRate: e.meanOver(series.EngineStepRate, sp.start, sp.end),
 		RunningMax: math.NaN()}
 	in.Current, in.Source = stepBudget(e, sp)
+	// Running held at its ceiling while steps carried more tokens than its decodes: the
+	// sequence cap, not the budget, limited the steps, so they need not have filled it.
+	if seqs, _ := runningCeiling(e, sp); seqs.Known() && seqs.Low == seqs.High && in.Current.Known() && in.Current.Low >= seqs.Low {
+		in.Current = AtLeast(in.Current.Low)
+		in.Source += fmt.Sprintf("; running sat at its ceiling of %s while steps carried more tokens than its decodes, so the steps need not have filled the budget", whole(seqs.Low))
+	}
 	if x := e.get(series.PromptLengthP95); x != nil && x.HasBounds() {
 		lo, hi := math.Inf(1), math.Inf(-1)
 		for i := sp.start; i <= sp.end; i++ {
