@@ -3,6 +3,7 @@ package diagnosis
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/seed/vllm-datasource/pkg/series"
 	"github.com/seed/vllm-datasource/pkg/vllm"
@@ -254,24 +255,30 @@ func runningCeiling(e *env, sp span) (Current, string) {
 
 // stepBudget is what the window shows of --max-num-batched-tokens: no engine step schedules
 // more tokens than the budget, and under load steps fill it, so the largest bucket of the
-// tokens-per-step histogram reached in the window holds the budget.
+// tokens-per-step histogram reached over a rate window holds the budget. Its median over the
+// window's steps is read, so that the minutes a redeploy back to another budget drains the queue
+// in, at the finding's edge, do not count.
 func stepBudget(e *env, sp span) (Current, string) {
 	h := e.set.Histogram(vllm.IterationTokens, e.key)
 	if h == nil {
 		return Unknown(), "no " + vllm.IterationTokens + " histogram for this instance, and vLLM does not export --max-num-batched-tokens"
 	}
-	top := 0.0
+	var tops []float64
 	for i := sp.start; i <= sp.end; i++ {
-		top = math.Max(top, h.Top(i))
+		if top := h.Top(i); top > 0 {
+			tops = append(tops, top)
+		}
 	}
-	if top == 0 {
+	if len(tops) == 0 {
 		return Unknown(), "no engine step observed in " + vllm.IterationTokens + " over the window"
 	}
+	slices.Sort(tops)
+	top := tops[(len(tops)-1)/2]
 	lo := 0.0
 	for _, u := range h.Uppers {
 		if u < top {
 			lo = u
 		}
 	}
-	return Between(lo, top), "the largest bucket of " + vllm.IterationTokens + " reached in the window (tokens per engine step, which the budget bounds)"
+	return Between(lo, top), "the largest bucket of " + vllm.IterationTokens + " the engine steps reached, at the window's median step (tokens per step, which the budget bounds)"
 }

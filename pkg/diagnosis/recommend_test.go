@@ -296,15 +296,15 @@ func TestPastTheKneeMeasuresArrivalsUpToTheQueuesPeak(t *testing.T) {
 	checkRec(t, fs[0].Recommendation, 3, "0.4561/s queue growth", "= 3", "add 2 instance")
 }
 
-// tokensPerStep is a tokens-per-step histogram whose steps all fall in the bucket (lo, hi] of
-// vLLM's layout, 40 steps a second.
-func tokensPerStep(n int, hi float64) *series.Histogram {
+// tokensPerStep is a tokens-per-step histogram whose steps fall in the bucket of vLLM's layout
+// that ends at hi, 40 steps a second, except the last `tail` grid steps, which reach 2048.
+func tokensPerStep(n int, hi float64, tail int) *series.Histogram {
 	uppers := append(slices.Clone(vllm.IterationTokenBuckets), math.Inf(1))
 	h := &series.Histogram{Uppers: uppers, Rates: make([][]float64, len(uppers))}
 	for j, u := range uppers {
 		h.Rates[j] = make([]float64, n)
 		for i := range n {
-			if u >= hi {
+			if u >= hi && i < n-tail || u >= 2048 {
 				h.Rates[j][i] = 40
 			}
 		}
@@ -321,21 +321,25 @@ func TestBudgetAdviceReadsTheStepsBucket(t *testing.T) {
 		name    string
 		running float64
 		stepTop float64
+		tail    int
 		want    []string
 	}{
 		// Steps of (16, 32] tokens carry no more than the 32 running decodes: the budget holds
 		// them. 32 running + 1 × 1900 = 1932, above the bucket.
-		{"steps fill the budget", 32, 32, []string{"raise --max-num-batched-tokens from in (16, 32] to 1932", "the largest bucket of vllm:iteration_tokens_total"}},
+		{"steps fill the budget", 32, 32, 0, []string{"raise --max-num-batched-tokens from in (16, 32] to 1932", "the largest bucket of vllm:iteration_tokens_total"}},
 		// Running sits at 8 (its ceiling: it never moves) while steps carry (256, 512]: 1908
 		// is a target above a budget of at least 256.
-		{"running at its ceiling", 8, 512, []string{"set --max-num-batched-tokens to 1908 as a target (its current value is at least 256", "running sat at its ceiling of 8"}},
+		{"running at its ceiling", 8, 512, 0, []string{"set --max-num-batched-tokens to 1908 as a target (its current value is at least 256", "running sat at its ceiling of 8"}},
+		// A redeploy back to a budget of 2048 drains the queue in the finding's last 5 steps:
+		// the window's median step still reads (16, 32].
+		{"a drain at the window's edge", 32, 32, 5, []string{"raise --max-num-batched-tokens from in (16, 32] to 1932"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			set := newSet(totalSteps)
 			scenario(set, keyA, map[series.Signal]sample{series.Running: x(tt.running), series.Waiting: x(40), series.KVUsage: x(0.2),
 				series.PromptLengthP95: qb(1900, 1000, 2000), series.EngineStepRate: x(50)})
-			set.PutHistogram(vllm.IterationTokens, keyA, tokensPerStep(totalSteps, tt.stepTop))
+			set.PutHistogram(vllm.IterationTokens, keyA, tokensPerStep(totalSteps, tt.stepTop, tt.tail))
 			fs := findingsOf(evaluate(t, set, Options{Rules: []string{QueueWithFreeCache}, EvalFrom: evalFrom}), QueueWithFreeCache)
 			if len(fs) != 1 {
 				t.Fatalf("%d findings, want 1", len(fs))
