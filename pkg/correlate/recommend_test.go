@@ -23,7 +23,7 @@ func TestExplainNamesTheRecommendedValue(t *testing.T) {
 			r := request(keyA, at(0), at(1))
 			r.Queue, r.Prefill, r.Decode, r.E2E = 3.1, 1, 0.8, 5
 			e := Explain(Row{Request: r, Findings: []*diagnosis.Finding{f}, DecodePerToken: math.NaN(), Reasons: []Reason{{Code: QueueOverHalf}}})
-			if got := strings.Contains(e.Sentence, "Recommendation: --max-num-seqs 43: "); got != c.want {
+			if got := strings.Contains(e.Sentence, "Recommendation: set --max-num-seqs to 43 as a target"); got != c.want {
 				t.Errorf("sentence %q: recommendation shown %v, want %v", e.Sentence, got, c.want)
 			}
 		})

@@ -2,6 +2,7 @@ package diagnosis
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -64,6 +65,25 @@ func RequiredSignals(ids []string) ([]series.Signal, error) {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out, nil
+}
+
+// RequiredHistograms returns the metric families whose buckets the rules' recommendations read
+// whole (the tokens-per-step histogram bounds --max-num-batched-tokens), sorted.
+func RequiredHistograms(ids []string) ([]string, error) {
+	rules, err := Rules(ids, nil)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, r := range rules {
+		for _, h := range r.recommend.histograms {
+			if !slices.Contains(out, h) {
+				out = append(out, h)
+			}
+		}
+	}
+	slices.Sort(out)
 	return out, nil
 }
 

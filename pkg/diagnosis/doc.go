@@ -117,8 +117,13 @@
 //     its effect and the arithmetic in one line, from that instance's series averaged over the
 //     finding's window and its vllm:cache_config_info (the newest of the range); each pure
 //     function (KVFit, SpecDraft, BatchedTokens, InstancesNeeded, PrefixReuse) documents its
-//     arithmetic. Where a number cannot be had, Value is NaN and Missing names the absent metric
-//     or vLLM version; the finding keeps its Action.
+//     arithmetic. It states the flag's current value as far as the metrics show it and where
+//     from (runningCeiling, stepBudget, draft tokens per draft, the hit rate now), and the change
+//     goes the action's way from it (settle): raise above it, lower below it, or a target when it
+//     is unknown or holds the value; a value that would not change the flag is no value, and
+//     Instead says why the finding fired and what to look at. Where a number cannot be had,
+//     Value is NaN and Missing names the absent metric or vLLM version; the finding keeps its
+//     Action.
 //
 // Severities: each rule has one; spec_decode_inefficient escalates to critical while the
 // acceptance rate is below critical_below, and then has one alert series per severity.

@@ -2,10 +2,12 @@ package diagnosis
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/seed/vllm-datasource/pkg/series"
+	"github.com/seed/vllm-datasource/pkg/vllm"
 )
 
 // checkRec compares a recommendation with the expected value (NaN: none), and checks that the
@@ -14,7 +16,7 @@ func checkRec(t *testing.T, got Recommendation, want float64, contains ...string
 	t.Helper()
 	switch {
 	case math.IsNaN(want):
-		if got.Known() || got.Missing == "" {
+		if got.Known() || got.Missing == "" && got.Instead == "" {
 			t.Errorf("got %q, want no value and a reason", got)
 		}
 	case !got.Known() || math.Abs(got.Value-want) > 1e-9:
@@ -37,18 +39,24 @@ func TestKVFit(t *testing.T) {
 	}{
 		// pool 4000 × 16 = 64000 tokens; 0.5 / 24 = 0.02083 of it (1333 tokens) per request;
 		// 0.9 / 0.02083 = 43.2 → 43; fp8: 0.9 × 2 / 0.02083 = 86.4 → 86.
-		{"from KV usage per running request", KVInput{Blocks: 4000, BlockSize: 16, CacheDType: "auto", Usage: 0.5, Running: 24, PromptMean: 1000, OutputMean: 600},
-			43, []string{"--max-num-seqs 43", "(1333 tokens)", "prompt 1000 + output 600 / 2 = 1300", "--kv-cache-dtype fp8", "128000 tokens, fitting 86"}},
+		{"from KV usage per running request", KVInput{Blocks: 4000, BlockSize: 16, CacheDType: "auto", Usage: 0.5, Running: 24, PromptMean: 1000, OutputMean: 600, Current: AtLeast(60), Source: "the most running"},
+			43, []string{"lower --max-num-seqs from at least 60 to 43", "(1333 tokens)", "prompt 1000 + output 600 / 2 = 1300", "--kv-cache-dtype fp8", "128000 tokens, fitting 86"}},
 		// No running requests: prompt 1000 + output 600 / 2 = 1300 tokens of 64000 = 0.02031;
 		// 0.9 / 0.02031 = 44.3 → 44.
-		{"from the lengths without running requests", KVInput{Blocks: 4000, BlockSize: 16, CacheDType: "auto", Usage: 0, Running: 0, PromptMean: 1000, OutputMean: 600},
+		{"from the lengths without running requests", KVInput{Blocks: 4000, BlockSize: 16, CacheDType: "auto", Usage: 0, Running: 0, PromptMean: 1000, OutputMean: 600, Current: Unknown()},
 			44, []string{"no KV usage per running request: prompt 1000 + output 600 / 2 = 1300 tokens"}},
 		// Already fp8: 0.9 × 64000 / 1333.3 = 43, and no fp8 alternative.
-		{"fp8 already", KVInput{Blocks: 4000, BlockSize: 16, CacheDType: "fp8", Usage: 0.5, Running: 24, PromptMean: nan, OutputMean: nan}, 43, nil},
+		{"fp8 already", KVInput{Blocks: 4000, BlockSize: 16, CacheDType: "fp8", Usage: 0.5, Running: 24, PromptMean: nan, OutputMean: nan, Current: Exact(128)}, 43, []string{"from 128 to 43"}},
 		// 100 × 16 = 1600 tokens, 0.9 × 1600 / 5000 = 0.29: at least one sequence.
-		{"at least one sequence", KVInput{Blocks: 100, BlockSize: 16, CacheDType: "auto", Usage: 1, Running: 0.32, PromptMean: nan, OutputMean: nan}, 1, nil},
+		{"at least one sequence", KVInput{Blocks: 100, BlockSize: 16, CacheDType: "auto", Usage: 1, Running: 0.32, PromptMean: nan, OutputMean: nan, Current: AtLeast(2)}, 1, nil},
+		// Unknown current: the value is a target, never "lower to".
+		{"current unknown: a target", KVInput{Blocks: 4000, BlockSize: 16, CacheDType: "fp8", Usage: 0.5, Running: 24, PromptMean: nan, OutputMean: nan, Current: Unknown(), Source: "no running"},
+			43, []string{"set --max-num-seqs to 43 as a target (its current value is unknown: no running)"}},
+		// 43 fit, but never more than 30 ran: lowering to 43 would limit nothing that ran.
+		{"fit above what ran: no change", KVInput{Blocks: 4000, BlockSize: 16, CacheDType: "auto", Usage: 0.5, Running: 24, PromptMean: nan, OutputMean: nan, Current: AtLeast(30), Source: "the most running"},
+			nan, []string{"no change", "does not bind", "--max-model-len", "computed 43"}},
 		// The measured share needs no pool: 0.9 / (0.5 / 24) = 43.2 → 43, the pool said unknown.
-		{"no cache config, measured share", KVInput{Usage: 0.5, Running: 24, PromptMean: 1000, OutputMean: 600}, 43, []string{"pool unknown"}},
+		{"no cache config, measured share", KVInput{Usage: 0.5, Running: 24, PromptMean: 1000, OutputMean: 600, Current: AtLeast(50)}, 43, []string{"pool unknown"}},
 		{"no cache config, lengths only", KVInput{Usage: nan, Running: nan, PromptMean: 1000, OutputMean: 600}, nan, []string{"vllm:cache_config_info"}},
 		{"no usage, running or lengths", KVInput{Blocks: 4000, BlockSize: 16, Usage: nan, Running: nan, PromptMean: nan, OutputMean: nan}, nan, []string{"vllm:request_prompt_tokens"}},
 	}
@@ -70,20 +78,34 @@ func TestSpecDraft(t *testing.T) {
 		want     float64
 		contains []string
 	}{
-		// p = 0.35, k = 3: accepted per draft 0.35 + 0.1225 + 0.042875 = 0.515375, α = 0.171792.
-		// Overhead 0.05: k'=1 1.35/1.05 = 1.286; k'=2 1.4725/1.10 = 1.339; k'=3 1.515/1.15 = 1.318.
-		{"shorten", SpecInput{Acceptance: 0.515375 / 3, DraftLength: 3, Overhead: 0.05}, 2,
-			[]string{"acceptance 0.35 per position", "1.318 now", "1.339 at k = 2", "shorten the draft from 3 to 2"}},
-		// p = 0.8, k = 3: accepted 0.8 + 0.64 + 0.512 = 1.952; k'=3 2.952/1.15 = 2.567 beats
-		// k'=2 2.44/1.10 = 2.218.
-		{"keep", SpecInput{Acceptance: 1.952 / 3, DraftLength: 3, Overhead: 0.05}, 3, []string{"keep k = 3", "2.567"}},
-		// p = 0.2, k = 2, overhead 0.5: k'=1 1.2/1.5 = 0.8, k'=2 1.24/2 = 0.62, both below 1.
-		{"disable", SpecInput{Acceptance: 0.24 / 2, DraftLength: 2, Overhead: 0.5}, 0, []string{"disable speculative decoding"}},
-		{"no acceptance", SpecInput{Acceptance: math.NaN(), DraftLength: 3, Overhead: 0.05}, math.NaN(), []string{"accepted_tokens"}},
-		{"no draft length", SpecInput{Acceptance: 0.3, DraftLength: math.NaN(), Overhead: 0.05}, math.NaN(), []string{"num_drafts"}},
+		// Break-even 0.6. p = 0.7, k = 3: accepted 0.7 + 0.49 + 0.343 = 1.533, α = 0.511;
+		// k'=1 1.7/1.6 = 1.062; k'=2 2.19/2.2 = 0.9955; k'=3 2.533/2.8 = 0.9046.
+		{"shorten", SpecInput{Acceptance: 1.533 / 3, DraftLength: 3, BreakEven: 0.6}, 1,
+			[]string{"acceptance 0.7 per position", "0.9046 now", "1.062 at k = 1", "lower --speculative-config num_speculative_tokens from 3 to 1", "shorten the draft from 3 to 1"}},
+		// The scenario's drafter: p = 0.35, k = 3 (α 0.172): k'=1 1.35/1.6 = 0.84, below 1.
+		{"disable", SpecInput{Acceptance: 0.515375 / 3, DraftLength: 3, BreakEven: 0.6, Running: 63.6}, 0,
+			[]string{"from 3 to 0", "disable speculative decoding", "disable_by_batch_size below the 64 sequences"}},
+		// p = 0.95, k = 3: accepted 2.7099, α 0.903, above break-even: k'=3 3.71/2.8 = 1.325 is best,
+		// so the draft pays and there is nothing to lower.
+		{"pays: no change", SpecInput{Acceptance: 2.709875 / 3, DraftLength: 3, BreakEven: 0.6}, math.NaN(), []string{"no change", "breaks even", "computed 3"}},
+		{"no acceptance", SpecInput{Acceptance: math.NaN(), DraftLength: 3, BreakEven: 0.6}, math.NaN(), []string{"accepted_tokens"}},
+		{"no draft length", SpecInput{Acceptance: 0.3, DraftLength: math.NaN(), BreakEven: 0.6}, math.NaN(), []string{"num_drafts"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { checkRec(t, SpecDraft(tt.in), tt.want, tt.contains...) })
+	}
+}
+
+// The rule and its advice use one model: below the break-even acceptance (where the rule
+// fires) the current draft never pays, so the advice always shortens it or disables it.
+func TestSpecDraftNeverKeepsAFiringDraft(t *testing.T) {
+	for k := 1; k <= 8; k++ {
+		for a := 0.0; a < 0.6; a += 0.01 {
+			r := SpecDraft(SpecInput{Acceptance: a, DraftLength: float64(k), BreakEven: 0.6})
+			if !r.Known() || r.Value >= float64(k) || r.Change != Lower {
+				t.Errorf("α %.2f k %d: %q, want a shorter draft or none", a, k, r)
+			}
+		}
 	}
 }
 
@@ -98,13 +120,20 @@ func TestBatchedTokens(t *testing.T) {
 		// 4 req/s over 70 steps/s = 0.06 → 1 prefill per step: 32 decodes + 1 × 1950 = 1982.
 		// Running sits at 32 with usage 0.125: 0.9 × 32 / 0.125 = 230.4 → --max-num-seqs 230.
 		{"one prefill per step, running at its ceiling", BudgetInput{PromptP95: 1950, PromptP95Lower: 1000, PromptP95Upper: 2000,
-			Running: 32, RunningMax: 32, AtCeiling: true, Usage: 0.125, RequestRate: 4, StepRate: 70},
-			1982, []string{"--max-num-batched-tokens 1982", "(1000, 2000]", "--max-num-seqs 230"}},
+			Running: 32, RunningMax: 32, AtCeiling: true, Usage: 0.125, RequestRate: 4, StepRate: 70, Current: Between(16, 32), Source: "steps"},
+			1982, []string{"raise --max-num-batched-tokens from in (16, 32] to 1982", "(1000, 2000]", "--max-num-seqs 230"}},
 		// 100 req/s over 40 steps/s = 2.5 → 3 per step: ⌈10.4⌉ = 11 decodes + 3 × 500 = 1511.
-		{"several prefills per step", BudgetInput{PromptP95: 500, PromptP95Lower: nan, PromptP95Upper: nan, Running: 10.4, RunningMax: 12, Usage: 0.2, RequestRate: 100, StepRate: 40},
-			1511, []string{"3 prefills per step"}},
+		{"several prefills per step", BudgetInput{PromptP95: 500, PromptP95Lower: nan, PromptP95Upper: nan, Running: 10.4, RunningMax: 12, Usage: 0.2, RequestRate: 100, StepRate: 40, Current: Between(256, 512)},
+			1511, []string{"3 prefills per step", "from in (256, 512] to 1511"}},
+		// The budget is within the bucket steps reached: the value is a target.
+		{"value within the bucket reached", BudgetInput{PromptP95: 1500, PromptP95Lower: nan, PromptP95Upper: nan, Running: 10, RunningMax: 12, Usage: 0.2, RequestRate: 1, StepRate: 40, Current: Between(1024, 2048), Source: "steps"},
+			1510, []string{"set --max-num-batched-tokens to 1510 as a target (its current value is in (1024, 2048]: steps)"}},
+		// Steps already take (2048, 4096] tokens, above the 1510 needed: the budget does not
+		// starve prefills; running sits at 12 with usage 0.2, so --max-num-seqs is what binds.
+		{"budget already above the value", BudgetInput{PromptP95: 1500, PromptP95Lower: nan, PromptP95Upper: nan, Running: 10, RunningMax: 12, AtCeiling: true, Usage: 0.2, RequestRate: 1, StepRate: 40, Current: Between(2048, 4096), Source: "steps"},
+			nan, []string{"no change", "does not hold prefills back", "raise --max-num-seqs to 54", "computed 1510"}},
 		// Without the step rate: 1 per step, 0 + 1 × 800 = 800 (running unknown counts 0).
-		{"no step rate", BudgetInput{PromptP95: 799.5, PromptP95Lower: nan, PromptP95Upper: nan, Running: nan, RunningMax: nan, Usage: nan, RequestRate: 4, StepRate: nan},
+		{"no step rate", BudgetInput{PromptP95: 799.5, PromptP95Lower: nan, PromptP95Upper: nan, Running: nan, RunningMax: nan, Usage: nan, RequestRate: 4, StepRate: nan, Current: Unknown()},
 			800, []string{"vllm:iteration_tokens_total"}},
 		{"no prompt p95", BudgetInput{PromptP95: nan, Running: 3, RequestRate: 4, StepRate: 50}, nan, []string{"vllm:request_prompt_tokens"}},
 	}
@@ -127,9 +156,10 @@ func TestInstancesNeeded(t *testing.T) {
 		contains []string
 	}{
 		// 6/s finished + 3/s queue growth = 9/s arrivals; ⌈9 / 4⌉ = 3 instances, 2 more.
-		{"add two", KneeInput{Finished: 6, QueueGrowth: 3, Held: 4}, 2, []string{"= 9/s", "3 instances, 2 more"}},
-		// 3/s, no queue growth known: ⌈3 / 4⌉ = 1, none more.
-		{"enough already", KneeInput{Finished: 3, QueueGrowth: math.NaN(), Held: 4}, 0, nil},
+		{"add two", KneeInput{Finished: 6, QueueGrowth: 3, Held: 4, HeldWhere: "this instance", PromptTPS: 12345.4}, 3,
+			[]string{"= 9/s", "raise instances serving this traffic from 1 to 3", "add 2 instance", "--max-num-queued-tokens ≈ your TTFT objective in seconds × 12345 prompt tokens/s"}},
+		// 3/s, no queue growth known: ⌈3 / 4⌉ = 1, yet the finding holds: one more, never 0.
+		{"at least one more", KneeInput{Finished: 3, QueueGrowth: math.NaN(), Held: 4}, 2, []string{"⌈3 / 4⌉ = 1, at least 2 while the queue grows", "add 1 instance"}},
 		{"no healthy step in the range", KneeInput{Finished: 6, QueueGrowth: 3, Held: 0}, math.NaN(), []string{"widen the range"}},
 		{"no request rate", KneeInput{Finished: math.NaN(), Held: 4}, math.NaN(), []string{"vllm:request_success_total"}},
 	}
@@ -177,10 +207,12 @@ func TestFindingsCarryTheirRecommendation(t *testing.T) {
 		{"kv_cache_saturated", KVCacheSaturated, map[series.Signal]sample{series.KVUsage: x(0.96), series.PreemptionRate: x(2), series.Running: x(50)},
 			46},
 		// preemptions_free_cache reads the window mean: 0.6 × 64000 / 30 = 1280 tokens per request;
-		// 0.9 × 64000 / 1280 = 45 exactly (floating point's 44.999… counts as 45).
-		{"preemptions_free_cache", PreemptionsFreeCache, map[series.Signal]sample{series.KVUsageAvg: x(0.6), series.PreemptionRate: x(0.1), series.Running: x(30)}, 45},
-		// α 0.4 at k 2: accepted 0.8 = p + p², p = 0.5247; k'=1 1.525/1.05 = 1.452, k'=2 1.8/1.1 = 1.636: keep 2.
-		{"spec_decode_inefficient", SpecDecodeInefficient, map[series.Signal]sample{series.SpecAcceptanceRate: x(0.4), series.SpecDraftLength: x(2)}, 2},
+		// 0.9 × 64000 / 1280 = 45, above the 30 that ever ran: lowering the flag to 45 would
+		// limit nothing, so no value (the advice names --max-model-len instead).
+		{"preemptions_free_cache", PreemptionsFreeCache, map[series.Signal]sample{series.KVUsageAvg: x(0.6), series.PreemptionRate: x(0.1), series.Running: x(30)}, math.NaN()},
+		// α 0.4 at k 2: accepted 0.8 = p + p², p = 0.5247; at break-even 0.6, k'=1 1.525/1.6 =
+		// 0.953 and k'=2 1.8/2.2 = 0.818, both below 1: disable (0).
+		{"spec_decode_inefficient", SpecDecodeInefficient, map[series.Signal]sample{series.SpecAcceptanceRate: x(0.4), series.SpecDraftLength: x(2)}, 0},
 		// 16 running + 1 × 1900 (5 req/s over 50 steps/s: 1 per step) = 1916.
 		{"queue_with_free_cache", QueueWithFreeCache, map[series.Signal]sample{series.Running: x(16), series.Waiting: x(40), series.KVUsage: x(0.2),
 			series.PromptLengthP95: qb(1900, 1000, 2000), series.EngineStepRate: x(50)}, 1916},
@@ -213,7 +245,7 @@ func TestPastTheKneeReadsTheRateHeldBeforeTheQueue(t *testing.T) {
 	if len(fs) != 1 {
 		t.Fatalf("%d findings, want 1", len(fs))
 	}
-	checkRec(t, fs[0].Recommendation, 1, "one instance held 5/s", "0.2222/s queue growth")
+	checkRec(t, fs[0].Recommendation, 2, "one instance held 5/s", "0.2222/s queue growth")
 }
 
 // TestPrefixMissExpectsTheHitRateOfHealthyPeers: the hour before had the same low hit rate, so
@@ -261,5 +293,62 @@ func TestPastTheKneeMeasuresArrivalsUpToTheQueuesPeak(t *testing.T) {
 	if len(fs) != 1 {
 		t.Fatalf("%d findings, want 1", len(fs))
 	}
-	checkRec(t, fs[0].Recommendation, 2, "0.4561/s queue growth", "3 instances, 2 more")
+	checkRec(t, fs[0].Recommendation, 3, "0.4561/s queue growth", "= 3", "add 2 instance")
+}
+
+// tokensPerStep is a tokens-per-step histogram whose steps fall in the bucket of vLLM's layout
+// that ends at hi, 40 steps a second, except the last `tail` grid steps, which reach 2048.
+func tokensPerStep(n int, hi float64, tail int) *series.Histogram {
+	uppers := append(slices.Clone(vllm.IterationTokenBuckets), math.Inf(1))
+	h := &series.Histogram{Uppers: uppers, Rates: make([][]float64, len(uppers))}
+	for j, u := range uppers {
+		h.Rates[j] = make([]float64, n)
+		for i := range n {
+			if u >= hi && i < n-tail || u >= 2048 {
+				h.Rates[j][i] = 40
+			}
+		}
+	}
+	return h
+}
+
+// The budget's current value is the bucket of tokens per step the window reached, and the
+// advice raises it from there; where running sat at its ceiling with steps carrying more than
+// its decodes, the sequence cap limited the steps, and the bucket only bounds the budget from
+// below.
+func TestBudgetAdviceReadsTheStepsBucket(t *testing.T) {
+	tests := []struct {
+		name    string
+		running float64
+		stepTop float64
+		tail    int
+		want    []string
+	}{
+		// Steps of (16, 32] tokens carry no more than the 32 running decodes: the budget holds
+		// them. 32 running + 1 × 1900 = 1932, above the bucket.
+		{"steps fill the budget", 32, 32, 0, []string{"raise --max-num-batched-tokens from in (16, 32] to 1932", "the largest bucket of vllm:iteration_tokens_total"}},
+		// Running sits at 8 (its ceiling: it never moves) while steps carry (256, 512]: 1908
+		// is a target above a budget of at least 256.
+		{"running at its ceiling", 8, 512, 0, []string{"set --max-num-batched-tokens to 1908 as a target (its current value is at least 256", "running sat at its ceiling of 8"}},
+		// A redeploy back to a budget of 2048 drains the queue in the finding's last 5 steps:
+		// the window's median step still reads (16, 32].
+		{"a drain at the window's edge", 32, 32, 5, []string{"raise --max-num-batched-tokens from in (16, 32] to 1932"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set := newSet(totalSteps)
+			scenario(set, keyA, map[series.Signal]sample{series.Running: x(tt.running), series.Waiting: x(40), series.KVUsage: x(0.2),
+				series.PromptLengthP95: qb(1900, 1000, 2000), series.EngineStepRate: x(50)})
+			set.PutHistogram(vllm.IterationTokens, keyA, tokensPerStep(totalSteps, tt.stepTop, tt.tail))
+			fs := findingsOf(evaluate(t, set, Options{Rules: []string{QueueWithFreeCache}, EvalFrom: evalFrom}), QueueWithFreeCache)
+			if len(fs) != 1 {
+				t.Fatalf("%d findings, want 1", len(fs))
+			}
+			for _, c := range tt.want {
+				if got := fs[0].Recommendation.String(); !strings.Contains(got, c) {
+					t.Errorf("%q lacks %q", got, c)
+				}
+			}
+		})
+	}
 }

@@ -100,6 +100,9 @@ type KVInput struct {
 	CacheDType             string
 	Usage, Running         float64
 	PromptMean, OutputMean float64
+	// Current is what the window shows of --max-num-seqs (runningCeiling), Source where from.
+	Current Current
+	Source  string
 }
 
 // KVFit is the --max-num-seqs whose requests fit the KV pool with KVHeadroom to spare. The
@@ -111,6 +114,9 @@ type KVInput struct {
 // range: after a redeploy with another pool, the tokens shown are the new pool's); the lengths
 // over the pool otherwise. With
 // cache_dtype auto, the fp8 alternative (twice the blocks in the same memory) is stated too.
+// A fit at or above the running requests seen would not lower anything that ran: the
+// preemptions then come from sequences longer than the window's mean, and --max-model-len or
+// fp8 is what to look at.
 func KVFit(in KVInput) Recommendation {
 	const flag = "--max-num-seqs"
 	pool, poolText := math.NaN(), "pool unknown (no num_gpu_blocks, block_size in vllm:cache_config_info)"
@@ -144,15 +150,23 @@ func KVFit(in KVInput) Recommendation {
 	r := Recommendation{Flag: flag, Value: fit,
 		Effect:     fmt.Sprintf("the requests that fit the KV cache with %.0f%% to spare, so they stop being preempted", 100*KVHeadroom),
 		Arithmetic: fmt.Sprintf("%s; %s; %s / %s = %s", poolText, how, num(1-KVHeadroom), num(share), whole(fit))}
+	fp8 := ""
 	if dt := strings.ToLower(in.CacheDType); dt == "auto" || dt == "" {
-		fp8 := floor((1 - KVHeadroom) * 2 / share)
 		tokens := ""
 		if !math.IsNaN(pool) {
 			tokens = fmt.Sprintf(", %s tokens", whole(2*pool))
 		}
-		r.Effect += fmt.Sprintf("; or --kv-cache-dtype fp8 (cache_dtype is %s): about 2× the pool%s, fitting %s", orUnknown(in.CacheDType), tokens, whole(fp8))
+		fp8 = fmt.Sprintf("--kv-cache-dtype fp8 (cache_dtype is %s): about 2× the pool%s, fitting %s", orUnknown(in.CacheDType), tokens, whole(floor((1-KVHeadroom)*2/share)))
+		r.Effect += "; or " + fp8
 	}
-	return r
+	return r.settle(Lower, in.Current, in.Source, func() string {
+		out := fmt.Sprintf("no more requests ran (%s) than the %s the KV cache fits on average, so --max-num-seqs does not bind: "+
+			"the preemptions come from requests longer than the window's mean; lower --max-model-len", in.Current, whole(fit))
+		if fp8 != "" {
+			out += ", or " + fp8
+		}
+		return out
+	})
 }
 
 func orUnknown(s string) string {
@@ -169,7 +183,8 @@ func kvAdvice(usage series.Signal) recommender {
 		reads: []series.Signal{usage, series.Running, series.PromptLengthMean, series.OutputLengthMean},
 		compute: func(e *env, sp span) Recommendation {
 			c, _ := e.cacheConfig()
-			return KVFit(KVInput{Blocks: c.NumGPUBlocks, BlockSize: c.BlockSize, CacheDType: c.CacheDType,
+			cur, source := runningCeiling(e, sp)
+			return KVFit(KVInput{Blocks: c.NumGPUBlocks, BlockSize: c.BlockSize, CacheDType: c.CacheDType, Current: cur, Source: source,
 				Usage: e.meanOver(usage, sp.start, sp.end), Running: e.meanOver(series.Running, sp.start, sp.end),
 				PromptMean: e.meanOver(series.PromptLengthMean, sp.start, sp.end), OutputMean: e.meanOver(series.OutputLengthMean, sp.start, sp.end)})
 		},

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/seed/vllm-datasource/pkg/series"
+	"github.com/seed/vllm-datasource/pkg/vllm"
 )
 
 // The prefill rules: prefills that hold the engine, and a token budget that splits them into many
@@ -118,6 +119,9 @@ type BudgetInput struct {
 	AtCeiling                                 bool
 	Usage                                     float64
 	RequestRate, StepRate                     float64
+	// Current is what the window shows of the budget (stepBudget), Source where from.
+	Current Current
+	Source  string
 }
 
 // BatchedTokens is a --max-num-batched-tokens that admits the waiting prefills: the decodes of
@@ -126,6 +130,8 @@ type BudgetInput struct {
 // (interpolated in its bucket, which the arithmetic shows), so that 95% of prefills complete in
 // one step. When running sat at a ceiling (--max-num-seqs: its window maximum for half the window
 // or more) it also states the --max-num-seqs the KV cache fits (running ÷ usage × (1 − KVHeadroom)).
+// A budget that steps already reach beyond that value does not starve the prefills: the advice
+// then says so, and points at --max-num-seqs or the instance's other findings.
 func BatchedTokens(in BudgetInput) Recommendation {
 	const flag = "--max-num-batched-tokens"
 	if math.IsNaN(in.PromptP95) || in.PromptP95 <= 0 {
@@ -150,21 +156,29 @@ func BatchedTokens(in BudgetInput) Recommendation {
 		Effect: "each step can take the running decodes and a whole p95 prompt per arriving request, so prefills stop waiting for budget",
 		Arithmetic: fmt.Sprintf("%s running decodes + %s × p95 prompt %s tokens%s (%s) = %s",
 			num(math.Ceil(running)), num(perStep), whole(p95), bucket, rate, whole(v))}
+	seqs := math.NaN()
 	if in.AtCeiling && in.Usage > 0 && in.RunningMax > 0 {
-		seqs := floor((1 - KVHeadroom) * in.RunningMax / in.Usage)
-		if seqs > in.RunningMax {
+		if s := floor((1 - KVHeadroom) * in.RunningMax / in.Usage); s > in.RunningMax {
+			seqs = s
 			r.Effect += fmt.Sprintf("; running sits at %s, so also --max-num-seqs %s, which the KV cache fits (%s × %s / usage %s)",
 				num(in.RunningMax), whole(seqs), num(1-KVHeadroom), num(in.RunningMax), num(in.Usage))
 		}
 	}
-	return r
+	return r.settle(Raise, in.Current, in.Source, func() string {
+		out := fmt.Sprintf("engine steps already take %s tokens, at least the %s the running decodes and the arriving p95 prompts need, so the budget does not hold prefills back", in.Current, whole(v))
+		if !math.IsNaN(seqs) {
+			return out + fmt.Sprintf("; running sits at %s: raise --max-num-seqs to %s, which the KV cache fits", num(in.RunningMax), whole(seqs))
+		}
+		return out + "; look at the other findings of this instance (requests waiting on LoRA slots, KV transfers, or long prefills)"
+	})
 }
 
 // budgetAdvice is the --max-num-batched-tokens of token_budget_starved and
 // queue_with_free_cache.
 var budgetAdvice = recommender{
-	reads:   []series.Signal{series.PromptLengthP95, series.Running, series.KVUsage, series.RequestRate, series.EngineStepRate},
-	compute: batchedTokens,
+	reads:      []series.Signal{series.PromptLengthP95, series.Running, series.KVUsage, series.RequestRate, series.EngineStepRate},
+	histograms: []string{vllm.IterationTokens},
+	compute:    batchedTokens,
 }
 
 func batchedTokens(e *env, sp span) Recommendation {
@@ -173,6 +187,13 @@ func batchedTokens(e *env, sp span) Recommendation {
 		Running: e.meanOver(series.Running, sp.start, sp.end), Usage: e.meanOver(series.KVUsage, sp.start, sp.end),
 		RequestRate: e.meanOver(series.RequestRate, sp.start, sp.end), StepRate: e.meanOver(series.EngineStepRate, sp.start, sp.end),
 		RunningMax: math.NaN()}
+	in.Current, in.Source = stepBudget(e, sp)
+	// Running held at its ceiling while steps carried more tokens than its decodes: the
+	// sequence cap, not the budget, limited the steps, so they need not have filled it.
+	if seqs, _ := runningCeiling(e, sp); seqs.Known() && seqs.Low == seqs.High && in.Current.Known() && in.Current.Low >= seqs.Low {
+		in.Current = AtLeast(in.Current.Low)
+		in.Source += fmt.Sprintf("; running sat at its ceiling of %s while steps carried more tokens than its decodes, so the steps need not have filled the budget", whole(seqs.Low))
+	}
 	if x := e.get(series.PromptLengthP95); x != nil && x.HasBounds() {
 		lo, hi := math.Inf(1), math.Inf(-1)
 		for i := sp.start; i <= sp.end; i++ {

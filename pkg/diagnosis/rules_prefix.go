@@ -158,7 +158,9 @@ func PrefixReuse(in PrefixInput) Recommendation {
 			r.Arithmetic += fmt.Sprintf("; %s tokens cached per request %s, %s KV blocks of %d", whole(math.Round(cached)), in.Source, num(math.Floor(cached/float64(in.BlockSize))), in.BlockSize)
 		}
 	}
-	return r
+	return r.settle(Raise, Exact(round3(in.HitNow)), "prefix-cache hit tokens over queried tokens over the finding", func() string {
+		return fmt.Sprintf("the hit rate is already at the %s %s: the slow first tokens come from elsewhere; look at the other findings of this instance", num(in.HitExpected), in.Source)
+	})
 }
 
 // prefixReuse expects the hit rate of the hour before the finding (its baseline) when that

@@ -64,7 +64,7 @@ var pastTheKnee = Rule{
 		return fmt.Sprintf("%s of requests waiting, KV usage %s", percent(waitingShare(e, &j, i)), num(e.optional(series.KVUsage, i)))
 	},
 	recommend: recommender{
-		reads:   []series.Signal{series.RequestRate, series.Running, series.Waiting},
+		reads:   []series.Signal{series.RequestRate, series.Running, series.Waiting, series.PromptTPS},
 		compute: instancesNeeded,
 	},
 	rank: 30,
@@ -104,34 +104,52 @@ func waitingShare(e *env, j *judge, i int) float64 {
 	return w / (r + w)
 }
 
-// KneeInput is what InstancesNeeded reads: the arrival rate over the finding and the highest
-// request rate the instance held, within the range, while waiting stayed below 10% of running.
+// KneeInput is what InstancesNeeded reads: the finished requests per second over the finding
+// (every reason, aborted ones included: a client that gave up was demand too), the queue's
+// growth per second, and the highest request rate one instance of the model held, within the
+// range, while waiting stayed below 10% of running (this instance's unqueued periods, or a
+// healthy peer serving the same model).
 type KneeInput struct {
 	Finished, QueueGrowth float64
 	Held                  float64
+	HeldWhere             string
+	// PromptTPS is the prompt tokens the instance prefilled per second over the finding.
+	PromptTPS float64
 }
 
-// InstancesNeeded is how many instances to add: arrivals (finished requests per second plus
-// the queue's growth per second, from the finding's start to the queue's peak) over the rate
-// one instance held without a queue, rounded up, less this instance.
+// InstancesNeeded is how many instances carry this instance's traffic: arrivals (finished
+// requests per second plus the queue's growth per second, from the finding's start to the
+// queue's peak) over the rate one instance held without a queue, rounded up, and at least two
+// while the finding holds: its queue grew, so this instance alone does not carry the load. Until
+// then, vLLM's admission control (0.29 or later) can turn the excess away: its queued-tokens cap
+// is the TTFT objective times the prefill throughput, which the advice states per second.
 func InstancesNeeded(in KneeInput) Recommendation {
-	const flag = "add instances"
+	const flag = "instances serving this traffic"
 	if math.IsNaN(in.Finished) {
 		return unknownRec(flag, "no request rate in the window (vllm:request_success_total)")
 	}
 	if !(in.Held > 0) {
-		return unknownRec(flag, "the range holds no step where this instance ran with waiting below 10% of running, so the rate one instance holds is unknown: widen the range to include healthy traffic")
+		return unknownRec(flag, "the range holds no step where an instance of this model ran with waiting below 10% of running, so the rate one instance holds is unknown: widen the range to include healthy traffic")
 	}
 	growth := in.QueueGrowth
 	if math.IsNaN(growth) {
 		growth = 0
 	}
 	arrival := in.Finished + growth
-	need := math.Max(1, math.Ceil(arrival/in.Held))
-	return Recommendation{Flag: flag, Value: need - 1,
-		Effect: fmt.Sprintf("%s instances of this capacity carry the load with a short queue", num(need)),
-		Arithmetic: fmt.Sprintf("arrivals %s/s finished + %s/s queue growth = %s/s; one instance held %s/s with waiting < 10%% of running; ⌈%s / %s⌉ = %s instances, %s more",
-			num(in.Finished), num(growth), num(arrival), num(in.Held), num(arrival), num(in.Held), num(need), num(need-1))}
+	ratio := math.Ceil(arrival / in.Held)
+	need := math.Max(2, ratio)
+	floorNote := ""
+	if need > ratio {
+		floorNote = ", at least 2 while the queue grows"
+	}
+	admission := ""
+	if in.PromptTPS > 0 {
+		admission = fmt.Sprintf("; meanwhile, on vLLM 0.29 or later, --max-num-queued-tokens ≈ your TTFT objective in seconds × %s prompt tokens/s (this instance's prefill throughput; the cap is server-wide) answers the excess with 503 instead of queueing it", whole(math.Round(in.PromptTPS)))
+	}
+	return Recommendation{Flag: flag, Value: need, Current: Exact(1), CurrentSource: "this instance", Change: Raise,
+		Effect: fmt.Sprintf("add %s instance(s) of this capacity (or route that share of the traffic elsewhere), so the queue drains%s", whole(need-1), admission),
+		Arithmetic: fmt.Sprintf("arrivals %s/s finished (aborted included) + %s/s queue growth = %s/s; one instance held %s/s with waiting < 10%% of running (%s); ⌈%s / %s⌉ = %s%s",
+			num(in.Finished), num(growth), num(arrival), num(in.Held), in.HeldWhere, num(arrival), num(in.Held), whole(ratio), floorNote)}
 }
 
 func instancesNeeded(e *env, sp span) Recommendation {
@@ -144,14 +162,25 @@ func instancesNeeded(e *env, sp span) Recommendation {
 			top, peak = i, w
 		}
 	}
-	in := KneeInput{Finished: e.meanOver(series.RequestRate, sp.start, top), QueueGrowth: math.NaN()}
+	in := KneeInput{Finished: e.meanOver(series.RequestRate, sp.start, top), QueueGrowth: math.NaN(), PromptTPS: e.meanOver(series.PromptTPS, sp.start, sp.end)}
 	if dur := g.Time(top).Sub(g.Time(sp.start)).Seconds(); dur > 0 {
 		in.QueueGrowth = (peak - e.at(series.Waiting, sp.start)) / dur
 	}
-	for i := 0; i < g.Len; i++ {
-		r, w, rate := e.at(series.Running, i), e.at(series.Waiting, i), e.at(series.RequestRate, i)
-		if r > 0 && w < 0.1*r && rate > in.Held {
-			in.Held = rate
+	// One instance's capacity: the most it finished without a queue, here or on a peer serving
+	// the same model.
+	for _, k := range e.set.Keys() {
+		if k.Model != e.key.Model {
+			continue
+		}
+		x := &env{set: e.set, key: k}
+		for i := 0; i < g.Len; i++ {
+			r, w, rate := x.at(series.Running, i), x.at(series.Waiting, i), x.at(series.RequestRate, i)
+			if r > 0 && w < 0.1*r && rate > in.Held {
+				in.Held, in.HeldWhere = rate, "this instance"
+				if k != e.key {
+					in.HeldWhere = "its peer " + k.Instance
+				}
+			}
 		}
 	}
 	return InstancesNeeded(in)

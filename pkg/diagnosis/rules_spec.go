@@ -43,7 +43,7 @@ var specDecodeInefficient = Rule{
 		return fmt.Sprintf("acceptance rate %s", num(e.optional(series.SpecAcceptanceRate, i)))
 	},
 	recommend: recommender{
-		reads:   []series.Signal{series.SpecAcceptanceRate, series.SpecDraftLength},
+		reads:   []series.Signal{series.SpecAcceptanceRate, series.SpecDraftLength, series.Running},
 		compute: specDraft,
 	},
 	rank: 60,
@@ -51,24 +51,26 @@ var specDecodeInefficient = Rule{
 	lengthens: map[string]int{StageDecode: 10},
 }
 
-// DraftOverhead is the cost of one draft token as a share of a target model step: a drafter
-// about 1/20 of the target's size plus the verification of its token. It is the stated
-// overhead of the speedup estimate (1 + α·k) / (1 + DraftOverhead·k).
-const DraftOverhead = 0.05
-
 // SpecInput is what SpecDraft reads: the acceptance rate α (accepted over proposed draft
-// tokens) and the draft length k (draft tokens per draft), averaged over the window.
+// tokens) and the draft length k (draft tokens per draft), averaged over the window; BreakEven,
+// the acceptance rate below which the rule fires; Running, the mean batch.
 type SpecInput struct {
 	Acceptance, DraftLength float64
-	Overhead                float64
+	BreakEven               float64
+	Running                 float64
 }
 
 // SpecDraft is the num_speculative_tokens that maximises the speedup estimate
-// (1 + accepted per draft) / (1 + Overhead·k). vLLM accepts draft tokens in order until the
-// first rejection, so with p the acceptance at each position the accepted tokens per draft of
-// length k are p + p² + … + p^k; measured, they are α·k, which gives p. The estimate is then
-// evaluated for every k' from 0 (no speculation: 1) to k: the best is kept (k), a shorter
-// draft, or 0 (disable).
+// (1 + accepted per draft) / (1 + c·k), where c, the cost of a draft token as a share of a
+// target model step, is the rule's own threshold: at acceptance rate c a draft of any length
+// breaks even (1 + c·k over 1 + c·k), so the rule and its advice use one model, and a finding
+// (acceptance below c at the current k) is never told that the current draft pays. vLLM accepts
+// draft tokens in order until the first rejection, so with p the acceptance at each position the
+// accepted tokens per draft of length k are p + p² + … + p^k; measured, they are α·k, which gives
+// p. The estimate is then evaluated for every k' from 0 (no speculation: 1) to k: a shorter
+// draft, or 0 (disable). The draft cost grows with the batch (each running sequence verifies its
+// draft), so the advice names the measured batch for disable_by_batch_size, which keeps
+// speculation only for smaller batches.
 func SpecDraft(in SpecInput) Recommendation {
 	const flag = "--speculative-config num_speculative_tokens"
 	switch {
@@ -86,7 +88,7 @@ func SpecDraft(in SpecInput) Recommendation {
 			pi *= p
 			gain += pi
 		}
-		return gain / (1 + in.Overhead*float64(j))
+		return gain / (1 + in.BreakEven*float64(j))
 	}
 	best := 0
 	for j := 1; j <= k; j++ {
@@ -95,17 +97,20 @@ func SpecDraft(in SpecInput) Recommendation {
 		}
 	}
 	r := Recommendation{Flag: flag, Value: float64(best),
-		Arithmetic: fmt.Sprintf("α %s × k %s = %s accepted per draft, so acceptance %s per position; speedup (1 + %s) / (1 + %s × %d) = %s now, %s at k = %d",
-			num(in.Acceptance), num(in.DraftLength), num(accepted), num(p), num(accepted), num(in.Overhead), k, num(speedup(k)), num(speedup(best)), best)}
-	switch {
-	case best == 0:
-		r.Effect = "disable speculative decoding: every draft length costs more than it saves"
-	case best == k:
-		r.Effect = fmt.Sprintf("keep k = %d: speculation still pays (estimated ×%s)", k, num(speedup(k)))
-	default:
-		r.Effect = fmt.Sprintf("shorten the draft from %d to %d tokens: estimated ×%s instead of ×%s", k, best, num(speedup(best)), num(speedup(k)))
+		Arithmetic: fmt.Sprintf("α %s × k %s = %s accepted per draft, so acceptance %s per position; a draft token costs %s of a step (the acceptance rate at which speculation breaks even); speedup (1 + %s) / (1 + %s × %d) = %s now, %s at k = %d",
+			num(in.Acceptance), num(in.DraftLength), num(accepted), num(p), num(in.BreakEven), num(accepted), num(in.BreakEven), k, num(speedup(k)), num(speedup(best)), best)}
+	batch := ""
+	if in.Running > 0 {
+		batch = fmt.Sprintf("; if it paid at smaller batches, disable_by_batch_size below the %s sequences running now keeps it for those only", whole(math.Round(in.Running)))
 	}
-	return r
+	if best == 0 {
+		r.Effect = "disable speculative decoding: every draft length costs more than it saves" + batch
+	} else {
+		r.Effect = fmt.Sprintf("shorten the draft from %d to %d tokens: estimated ×%s instead of ×%s%s", k, best, num(speedup(best)), num(speedup(k)), batch)
+	}
+	return r.settle(Lower, Exact(float64(k)), "draft tokens per draft, vllm:spec_decode_num_draft_tokens_total over vllm:spec_decode_num_drafts_total", func() string {
+		return fmt.Sprintf("acceptance %s over the window is at or above the %s at which speculation breaks even: the finding fired on steps where it dipped; look at the acceptance per position (vllm:spec_decode_num_accepted_tokens_per_pos_total) and the sampling temperature of the clients", num(in.Acceptance), num(in.BreakEven))
+	})
 }
 
 // positionAcceptance solves p + p² + … + p^k = accepted for p in [0, 1] by bisection.
@@ -135,5 +140,6 @@ func positionAcceptance(accepted float64, k int) float64 {
 
 func specDraft(e *env, sp span) Recommendation {
 	return SpecDraft(SpecInput{Acceptance: e.meanOver(series.SpecAcceptanceRate, sp.start, sp.end),
-		DraftLength: e.meanOver(series.SpecDraftLength, sp.start, sp.end), Overhead: DraftOverhead})
+		DraftLength: e.meanOver(series.SpecDraftLength, sp.start, sp.end), BreakEven: e.p("acceptance_rate"),
+		Running: e.meanOver(series.Running, sp.start, sp.end)})
 }

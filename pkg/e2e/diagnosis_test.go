@@ -132,6 +132,7 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("alert series hold 1 during each fault", func(t *testing.T) { testAlertSeries(t, b) })
 	t.Run("provisioned alert rules fire on their scenario only", func(t *testing.T) { testProvisionedAlertRules(t, b) })
 	t.Run("recommendations match the scenarios' configuration", func(t *testing.T) { testRecommendationsMatchTheScenarios(t, b) })
+	t.Run("no advice contradicts its finding", func(t *testing.T) { testNoAdviceContradictsItsFinding(t, b) })
 	t.Run("thinned buckets interpolate p99/p50 far above 2", func(t *testing.T) { testThinnedBucketsInterpolateHigh(t, b) })
 }
 

@@ -11,6 +11,7 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/grafana/grafana-plugin-sdk-go/data"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -52,6 +53,35 @@ type recommendationTruth struct {
 	flag  string
 	value float64
 	why   string
+	// change is the direction the action asks for; configured, the flag's value in the
+	// scenario, and exposed how the metrics can show it: exactly, within one bucket of the
+	// tokens-per-step histogram (whose bounds double), or only from below.
+	change     string
+	configured float64
+	exposed    exposure
+}
+
+type exposure int
+
+const (
+	exactly exposure = iota
+	withinABucket
+	fromBelow
+)
+
+// currentAgrees checks a finding's current value against the scenario's configured one, as
+// far as vLLM exposes it.
+func (tr recommendationTruth) currentAgrees(t *testing.T, current *float64) {
+	t.Helper()
+	require.NotNil(t, current, "no current value of %s (configured %v)", tr.flag, tr.configured)
+	switch tr.exposed {
+	case exactly:
+		assert.Equal(t, tr.configured, *current, "current %s", tr.flag)
+	case withinABucket:
+		assert.True(t, *current >= tr.configured && *current/2 < tr.configured, "current %s %v: the configured %v should lie in its bucket", tr.flag, *current, tr.configured)
+	case fromBelow:
+		assert.LessOrEqual(t, *current, tr.configured, "current %s is a lower bound of the configured value", tr.flag)
+	}
 }
 
 func recommendationTruths(t *testing.T) map[string]recommendationTruth {
@@ -66,7 +96,8 @@ func recommendationTruths(t *testing.T) map[string]recommendationTruth {
 	pool := float64(e.NumGPUBlocks * e.BlockSize)
 	shared := float64(l.NumPrefixes * l.PrefixTokens)
 	out[sim.RuleKVCacheSaturated] = recommendationTruth{"--max-num-seqs", (h*pool - shared) / (l.SuffixTokens.Mean + l.OutputTokens.Mean/2),
-		fmt.Sprintf("(0.9 × %.0f − %.0f shared) / (%.0f + %.0f/2)", pool, shared, l.SuffixTokens.Mean, l.OutputTokens.Mean)}
+		fmt.Sprintf("(0.9 × %.0f − %.0f shared) / (%.0f + %.0f/2)", pool, shared, l.SuffixTokens.Mean, l.OutputTokens.Mean),
+		"lower", float64(e.MaxNumSeqs), fromBelow}
 
 	// preemptions_free_cache: 1050 × 16 = 16800 tokens, prefix caching off; prompts of 128 +
 	// ~3200 tokens and ~40-token answers: N = 0.9 × 16800 / (3328 + 40/2) = 4.5.
@@ -75,19 +106,25 @@ func recommendationTruths(t *testing.T) map[string]recommendationTruth {
 	pool = float64(e.NumGPUBlocks * e.BlockSize)
 	prompt := float64(l.PrefixTokens) + l.SuffixTokens.Mean
 	out[sim.RulePreemptionsFreeCache] = recommendationTruth{"--max-num-seqs", h * pool / (prompt + l.OutputTokens.Mean/2),
-		fmt.Sprintf("0.9 × %.0f / (%.0f + %.0f/2)", pool, prompt, l.OutputTokens.Mean)}
+		fmt.Sprintf("0.9 × %.0f / (%.0f + %.0f/2)", pool, prompt, l.OutputTokens.Mean),
+		"lower", float64(e.MaxNumSeqs), fromBelow}
 
 	// spec_decode_inefficient: 3 draft tokens, each accepted with probability 0.35 after the
-	// ones before it: α·k = 0.35 + 0.35² + 0.35³; the best draft length at the stated overhead.
+	// ones before it: α·k = 0.35 + 0.35² + 0.35³; the best draft length when a draft token
+	// costs the rule's break-even acceptance of a step.
 	e, _ = faultOf(t, sim.RuleSpecDecodeInefficient)
+	rules, err := diagnosis.Rules([]string{sim.RuleSpecDecodeInefficient}, nil)
+	require.NoError(t, err)
+	breakEven := rules[0].Param("acceptance_rate")
 	p, acc := e.SpecAcceptance, 0.0
 	for i, pi := 0, 1.0; i < e.SpecTokens; i++ {
 		pi *= p
 		acc += pi
 	}
-	best := diagnosis.SpecDraft(diagnosis.SpecInput{Acceptance: acc / float64(e.SpecTokens), DraftLength: float64(e.SpecTokens), Overhead: diagnosis.DraftOverhead})
+	best := diagnosis.SpecDraft(diagnosis.SpecInput{Acceptance: acc / float64(e.SpecTokens), DraftLength: float64(e.SpecTokens), BreakEven: breakEven})
 	out[sim.RuleSpecDecodeInefficient] = recommendationTruth{"--speculative-config num_speculative_tokens", best.Value,
-		fmt.Sprintf("per-position acceptance %.2f, k %d, overhead %.2f per draft token", p, e.SpecTokens, diagnosis.DraftOverhead)}
+		fmt.Sprintf("per-position acceptance %.2f, k %d, a draft token costing %.2f of a step", p, e.SpecTokens, breakEven),
+		"lower", float64(e.SpecTokens), exactly}
 
 	// queue_with_free_cache and token_budget_starved: the budget must carry the decodes of up
 	// to max_num_seqs running requests and one p95 prompt (the shared prefix plus the
@@ -97,7 +134,8 @@ func recommendationTruths(t *testing.T) map[string]recommendationTruth {
 		e, l = faultOf(t, rule)
 		p95 := float64(l.PrefixTokens) + lognormalP95(l.SuffixTokens)
 		out[rule] = recommendationTruth{"--max-num-batched-tokens", p95 + float64(e.MaxNumSeqs),
-			fmt.Sprintf("p95 prompt %.0f + %d max_num_seqs decodes", p95, e.MaxNumSeqs)}
+			fmt.Sprintf("p95 prompt %.0f + %d max_num_seqs decodes", p95, e.MaxNumSeqs),
+			"raise", float64(e.MaxNumBatchedTokens), withinABucket}
 	}
 
 	// prefix_cache_miss: before the fault every prompt shares its 7000-token system prompt, of
@@ -105,14 +143,17 @@ func recommendationTruths(t *testing.T) map[string]recommendationTruth {
 	e, l = faultOf(t, sim.RulePrefixCacheMiss)
 	cached := float64(l.PrefixTokens / e.BlockSize * e.BlockSize)
 	out[sim.RulePrefixCacheMiss] = recommendationTruth{"prefix-cache hit rate", cached / (float64(l.PrefixTokens) + l.SuffixTokens.Mean),
-		fmt.Sprintf("%.0f cached of %.0f + %.0f prompt tokens", cached, float64(l.PrefixTokens), l.SuffixTokens.Mean)}
+		fmt.Sprintf("%.0f cached of %.0f + %.0f prompt tokens", cached, float64(l.PrefixTokens), l.SuffixTokens.Mean),
+		"raise", 0, exactly}
 	return out
 }
 
-// testRecommendationsMatchTheScenarios is issue 15's acceptance: on each fault scenario the
-// finding's recommended value is within 20% of what the scenario's configuration implies.
-// past_the_knee's value (instances to add) rests on the rate one instance held, which the cost
-// model sets rather than a flag; its arrival estimate is checked against the scenario's 9/s.
+// testRecommendationsMatchTheScenarios is issues 15's and 26's acceptance: on each fault
+// scenario the finding's recommended value is within 20% of what the scenario's configuration
+// implies, its change goes the way the action asks, and its current value is the configured one
+// as far as vLLM exposes it. past_the_knee's value (instances) rests on the rate one instance
+// held, which the cost model sets rather than a flag; its arrival estimate is checked against
+// the scenario's 9/s, and the instances against at least one more than this one.
 func testRecommendationsMatchTheScenarios(t *testing.T, b *bed) {
 	truths := recommendationTruths(t)
 	arrivals := regexp.MustCompile(`= ([0-9.]+)/s; one instance held ([0-9.]+)/s`)
@@ -125,45 +166,132 @@ func testRecommendationsMatchTheScenarios(t *testing.T, b *bed) {
 			resp := ask(t, tp, pc, query("A", map[string]any{"queryType": "diagnosis", "rules": []string{name}}, runStart, runStart.Add(runFor), scrape))
 			r := resp.Responses["A"]
 			require.NoError(t, r.Error)
-			frame := r.Frames[0]
-			rule, _ := frame.FieldByName("rule")
-			inst, _ := frame.FieldByName("instance")
-			recs, _ := frame.FieldByName("recommendation")
-			require.NotNil(t, recs, "findings frame lacks the recommendation column")
-			var rec string
-			for i := 0; i < frame.Rows(); i++ {
-				if rule.At(i) == name && inst.At(i) == tr.Instance {
-					rec = recs.At(i).(string)
+			var got *advice
+			for _, a := range adviceOf(t, r.Frames[0]) {
+				if a.rule == name && a.instance == tr.Instance {
+					got = &a
 				}
 			}
-			require.NotEmpty(t, rec, "no %s finding on %s", name, tr.Instance)
-			t.Logf("%s: %s", name, rec)
+			require.NotNil(t, got, "no %s finding on %s", name, tr.Instance)
+			t.Logf("%s: %s", name, got.sentence)
+			require.NotNil(t, got.recommended, "no recommended value: %s", got.sentence)
 			if name == sim.RulePastTheKnee {
 				_, l := faultOf(t, name)
-				m := arrivals.FindStringSubmatch(rec)
-				require.NotNil(t, m, "no arrival estimate in %q", rec)
-				got, _ := strconv.ParseFloat(m[1], 64)
-				assert.InEpsilon(t, l.RatePerSecond, got, 0.2, "arrival rate estimate against the scenario's %.0f/s", l.RatePerSecond)
+				m := arrivals.FindStringSubmatch(got.sentence)
+				require.NotNil(t, m, "no arrival estimate in %q", got.sentence)
+				rate, _ := strconv.ParseFloat(m[1], 64)
+				assert.InEpsilon(t, l.RatePerSecond, rate, 0.2, "arrival rate estimate against the scenario's %.0f/s", l.RatePerSecond)
 				// The scenario overloads one instance by construction (its queue grew): at least
 				// one more is needed.
-				add, err := strconv.ParseFloat(strings.TrimPrefix(strings.SplitN(rec, ":", 2)[0], "add instances "), 64)
-				require.NoError(t, err)
-				assert.GreaterOrEqual(t, add, 1.0, "instances to add")
+				assert.Equal(t, "raise", got.change)
+				require.NotNil(t, got.current)
+				assert.Equal(t, 1.0, *got.current, "this instance")
+				assert.GreaterOrEqual(t, *got.recommended, 2.0, "instances")
 				return
 			}
 			want := truths[name]
-			head, _, ok := strings.Cut(rec, ": ")
-			require.True(t, ok && strings.HasPrefix(head, want.flag+" "), "recommendation %q should set %s", rec, want.flag)
-			got, err := strconv.ParseFloat(strings.TrimPrefix(head, want.flag+" "), 64)
-			require.NoError(t, err)
-			t.Logf("scenario implies %.3f (%s), recommended %v", want.value, want.why, got)
+			assert.Equal(t, want.flag, got.flag)
+			assert.Equal(t, want.change, got.change, "change of %s: %s", want.flag, got.sentence)
+			if want.configured > 0 {
+				want.currentAgrees(t, got.current)
+			}
+			t.Logf("scenario implies %.3f (%s), recommended %v, current %v (%s)", want.value, want.why, *got.recommended, deref(got.current), got.source)
 			if want.value == 0 {
-				assert.Equal(t, want.value, got)
+				assert.Equal(t, want.value, *got.recommended)
 				return
 			}
-			assert.InEpsilon(t, want.value, got, 0.2, "%s: recommended %v, the scenario implies %.3f (%s)", name, got, want.value, want.why)
+			assert.InEpsilon(t, want.value, *got.recommended, 0.2, "%s: recommended %v, the scenario implies %.3f (%s)", name, *got.recommended, want.value, want.why)
 		})
 	}
+}
+
+// advice is a finding's recommendation as the findings frame carries it.
+type advice struct {
+	rule, instance, action, sentence, flag, source, change string
+	current, recommended                                   *float64
+}
+
+func adviceOf(t *testing.T, frame *data.Frame) []advice {
+	t.Helper()
+	col := func(name string) *data.Field {
+		f, _ := frame.FieldByName(name)
+		require.NotNil(t, f, "findings frame lacks the %s column", name)
+		return f
+	}
+	rule, inst, action, rec, flag, src, chg := col("rule"), col("instance"), col("action"), col("recommendation"), col("flag"), col("current_source"), col("change")
+	cur, val := col("current"), col("recommended")
+	out := make([]advice, frame.Rows())
+	for i := range out {
+		out[i] = advice{rule: rule.At(i).(string), instance: inst.At(i).(string), action: action.At(i).(string), sentence: rec.At(i).(string),
+			flag: flag.At(i).(string), source: src.At(i).(string), change: chg.At(i).(string),
+			current: cur.At(i).(*float64), recommended: val.At(i).(*float64)}
+	}
+	return out
+}
+
+func deref(v *float64) float64 {
+	if v == nil {
+		return math.NaN()
+	}
+	return *v
+}
+
+// noChangeAsValue is advice that names no change as if it were one: "keep k = 3", "add
+// instances 0".
+var noChangeAsValue = regexp.MustCompile(`(?i)\bkeep\b|\badd (\w+ )?0\b`)
+
+// contradiction says how a finding's advice contradicts itself or its finding's action, or "".
+func contradiction(a advice) string {
+	switch {
+	case noChangeAsValue.MatchString(a.sentence):
+		return "advises no change as a value (keep, add 0)"
+	case a.flag == "":
+		return ""
+	case a.recommended == nil:
+		if !strings.HasPrefix(a.sentence, "no value: ") && !strings.HasPrefix(a.sentence, a.flag+": no change (") {
+			return "no value, yet neither a missing metric nor why there is no change"
+		}
+		return ""
+	case a.current == nil && a.change != "target":
+		return "a " + a.change + " without a current value (it must be a target)"
+	case a.change == "target" && !strings.Contains(a.sentence, " as a target "):
+		return "a target not stated as one"
+	case a.change == "raise" && !(*a.recommended > *a.current):
+		return fmt.Sprintf("raise to %v, not above the current %v", *a.recommended, *a.current)
+	case a.change == "lower" && !(*a.recommended < *a.current):
+		return fmt.Sprintf("lower to %v, not below the current %v", *a.recommended, *a.current)
+	case strings.Contains(a.action, "raise "+a.flag) && a.change == "lower",
+		strings.Contains(a.action, "lower "+a.flag) && a.change == "raise":
+		return "the change goes against the action " + a.action
+	case a.change != "raise" && a.change != "lower" && a.change != "target":
+		return "no change named for a value"
+	}
+	return ""
+}
+
+// testNoAdviceContradictsItsFinding is issue 26's: every finding of every scenario, in both
+// metric generations, advises a change that goes the way its action asks from the current value
+// it states, a target where that is unknown, or says why there is none; never "keep" or "add 0".
+func testNoAdviceContradictsItsFinding(t *testing.T, b *bed) {
+	var bad []string
+	n := 0
+	for _, gen := range []vllm.Generation{vllm.GenerationV1, vllm.GenerationV0} {
+		for _, name := range sim.Scenarios() {
+			run := b.runs[jobOf(name, gen)]
+			tp, pc := pluginFor(t, b.prom.URL, map[string]any{"labelMatchers": fmt.Sprintf(`{job=%q}`, run.job)})
+			resp := ask(t, tp, pc, query("A", map[string]any{"queryType": "diagnosis"}, runStart, runStart.Add(runFor), scrape))
+			r := resp.Responses["A"]
+			require.NoError(t, r.Error, "%s/%s", gen, name)
+			for _, a := range adviceOf(t, r.Frames[0]) {
+				n++
+				if why := contradiction(a); why != "" {
+					bad = append(bad, fmt.Sprintf("%s/%s %s on %s: %s: %q", gen, name, a.rule, a.instance, why, a.sentence))
+				}
+			}
+		}
+	}
+	t.Logf("%d findings read", n)
+	assert.Empty(t, bad, "advice that contradicts itself or its finding")
 }
 
 func sortedKeys(m map[string]recommendationTruth) []string {
@@ -223,4 +351,49 @@ func checkSummaryNamesTheValue(t *testing.T, b *bed, r stack.AlertRule, job, ins
 	named := regexp.MustCompile(`(^|[^0-9.])` + regexp.QuoteMeta(want) + `([^0-9.]|$)`)
 	assert.True(t, named.MatchString(out.String()), "summary %q should name the recommended value %v", out.String(), e.Value)
 	t.Logf("%s summary: %s", r.Title, out.String())
+}
+
+// The contradiction check catches each way advice can contradict itself or its finding, and
+// passes advice that does not.
+func TestContradictionsAreCaught(t *testing.T) {
+	v := func(x float64) *float64 { return &x }
+	const flag = "--max-num-seqs"
+	lower := advice{action: "lower --max-num-seqs", flag: flag, change: "lower", current: v(128), recommended: v(46),
+		sentence: "lower --max-num-seqs from 128 to 46: …"}
+	tests := []struct {
+		name   string
+		change func(a *advice)
+		want   string
+	}{
+		{"lower below the current value", func(*advice) {}, ""},
+		{"a rule without a value to set", func(a *advice) { *a = advice{action: "profile"} }, ""},
+		{"no change, said why", func(a *advice) {
+			a.recommended, a.change, a.sentence = nil, "", flag+": no change (current at least 30: …): no more requests ran …"
+		}, ""},
+		{"a target where the current value is unknown", func(a *advice) {
+			a.current, a.change, a.sentence = nil, "target", "set --max-num-seqs to 46 as a target (its current value is unknown: …)"
+		}, ""},
+		{"lower to a value above the current one", func(a *advice) { a.recommended = v(140) }, "not below the current"},
+		{"raise to a value below the current one", func(a *advice) {
+			a.action, a.change, a.recommended = "raise --max-num-seqs", "raise", v(100)
+		}, "not above the current"},
+		{"a change against the action", func(a *advice) { a.change, a.recommended = "raise", v(200) }, "against the action"},
+		{"keep", func(a *advice) { a.sentence = "num_speculative_tokens 3: keep k = 3: speculation still pays" }, "keep, add 0"},
+		{"add 0", func(a *advice) { a.sentence = "add instances 0: 1 instance carries the load" }, "keep, add 0"},
+		{"a change without a current value", func(a *advice) { a.current = nil }, "without a current value"},
+		{"a target not stated as one", func(a *advice) { a.change = "target" }, "not stated as one"},
+		{"no value and no reason", func(a *advice) { a.recommended, a.sentence = nil, flag+" 46" }, "neither a missing metric"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := lower
+			tt.change(&a)
+			got := contradiction(a)
+			if tt.want == "" {
+				assert.Empty(t, got)
+				return
+			}
+			assert.Contains(t, got, tt.want)
+		})
+	}
 }

@@ -17,8 +17,12 @@ import (
 // Grafana maps time, timeEnd, title, text and tags (one comma-separated string, which its
 // annotation mapping splits).
 // headline and secondary_to are added: the instance's likely bottleneck, and the cause a
-// symptom is secondary to; recommendation, the value to set with its arithmetic (or which
-// metric is missing). Notices say which rules had insufficient data or did not apply.
+// symptom is secondary to; recommendation, the change to make in one sentence with its
+// arithmetic (or which metric is missing), and the same advice as fields: flag, current (its
+// value now as the metrics show it, null when unknown), current_source (where that comes from),
+// change (raise, lower, or target when the current value is not known well enough) and
+// recommended (null when there is no value, or when the computed one would not change the
+// flag and the sentence says why). Notices say which rules had insufficient data or did not apply.
 func Findings(res diagnosis.Result) *data.Frame {
 	n := len(res.Findings)
 	var (
@@ -27,7 +31,8 @@ func Findings(res diagnosis.Result) *data.Frame {
 		cause, action, evidence, confidence = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		instance, model, secondary          = make([]string, n), make([]string, n), make([]string, n)
 		headline                            = make([]bool, n)
-		recommendation                      = make([]string, n)
+		recommendation, flag, source, chg   = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		current, recommended                = make([]*float64, n), make([]*float64, n)
 	)
 	for i, f := range res.Findings {
 		start[i], end[i] = f.Start, f.End
@@ -37,7 +42,14 @@ func Findings(res diagnosis.Result) *data.Frame {
 		evidence[i] = f.Evidence.String() + "; confidence " + f.Confidence.String()
 		confidence[i] = f.Confidence.Level
 		instance[i], model[i], secondary[i], headline[i] = f.Key.Instance, f.Key.Model, f.SecondaryTo, f.Headline
-		recommendation[i] = f.Recommendation.String()
+		rec := f.Recommendation
+		recommendation[i], flag[i], source[i] = rec.String(), rec.Flag, rec.CurrentSource
+		if rec.Known() {
+			recommended[i], chg[i] = &rec.Value, string(rec.Change)
+		}
+		if v := rec.Current.Value(); rec.Current.Known() {
+			current[i] = &v
+		}
 	}
 	frame := data.NewFrame("findings",
 		data.NewField("time", nil, start),
@@ -56,6 +68,11 @@ func Findings(res diagnosis.Result) *data.Frame {
 		data.NewField("headline", nil, headline),
 		data.NewField("secondary_to", nil, secondary),
 		data.NewField("recommendation", nil, recommendation),
+		data.NewField("flag", nil, flag),
+		data.NewField("current", nil, current),
+		data.NewField("current_source", nil, source),
+		data.NewField("change", nil, chg),
+		data.NewField("recommended", nil, recommended),
 	)
 	frame.Meta = &data.FrameMeta{PreferredVisualization: data.VisTypeTable, Notices: notices(res.Notices, nil, "")}
 	return frame

@@ -69,7 +69,8 @@ func TestFindingsFrameHasTheDesignFields(t *testing.T) {
 		{"tags", data.FieldTypeString}, {"cause", data.FieldTypeString}, {"action", data.FieldTypeString},
 		{"evidence", data.FieldTypeString}, {"confidence", data.FieldTypeString}, {"instance", data.FieldTypeString},
 		{"model_name", data.FieldTypeString}, {"headline", data.FieldTypeBool}, {"secondary_to", data.FieldTypeString},
-		{"recommendation", data.FieldTypeString},
+		{"recommendation", data.FieldTypeString}, {"flag", data.FieldTypeString}, {"current", data.FieldTypeNullableFloat64},
+		{"current_source", data.FieldTypeString}, {"change", data.FieldTypeString}, {"recommended", data.FieldTypeNullableFloat64},
 	}
 	if len(frame.Fields) != len(want) {
 		t.Fatalf("%d fields, want %d", len(frame.Fields), len(want))
@@ -105,13 +106,47 @@ func TestFindingsFrameHasTheDesignFields(t *testing.T) {
 	}
 }
 
+// The advice is a sentence and fields: the flag, its current value and where that comes from,
+// the change, and the recommended value; without a value, recommended is null.
 func TestFindingsFrameShowsTheRecommendedValue(t *testing.T) {
 	// 4000 × 16 = 64000 tokens; 0.5 × 64000 / 24 = 1333 tokens per request; 0.9 × 64000 / 1333 = 43.
-	rec := diagnosis.KVFit(diagnosis.KVInput{Blocks: 4000, BlockSize: 16, CacheDType: "auto", Usage: 0.5, Running: 24, PromptMean: 1000, OutputMean: 600})
-	frame := Findings(diagnosis.Result{Findings: []diagnosis.Finding{{Rule: diagnosis.KVCacheSaturated, Key: keySat, Recommendation: rec}}})
-	field, _ := frame.FieldByName("recommendation")
-	if field == nil || !strings.HasPrefix(field.At(0).(string), "--max-num-seqs 43: ") {
-		t.Fatalf("recommendation column %v", field)
+	kv := diagnosis.KVInput{Blocks: 4000, BlockSize: 16, CacheDType: "auto", Usage: 0.5, Running: 24, PromptMean: 1000, OutputMean: 600}
+	lower, same := kv, kv
+	lower.Current, lower.Source = diagnosis.AtLeast(60), "the most running"
+	same.Current, same.Source = diagnosis.AtLeast(30), "the most running"
+	f30, f43, f60 := 30.0, 43.0, 60.0
+	tests := []struct {
+		name                 string
+		in                   diagnosis.KVInput
+		sentence, change     string
+		current, recommended *float64
+	}{
+		{"lower from the current value", lower, "lower --max-num-seqs from at least 60 to 43: ", "lower", &f60, &f43},
+		{"no change: the value would not limit what ran", same, "--max-num-seqs: no change", "", &f30, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			frame := Findings(diagnosis.Result{Findings: []diagnosis.Finding{{Rule: diagnosis.KVCacheSaturated, Key: keySat, Recommendation: diagnosis.KVFit(tt.in)}}})
+			row := map[string]any{}
+			for _, field := range frame.Fields {
+				row[field.Name] = field.At(0)
+			}
+			if s := row["recommendation"].(string); !strings.HasPrefix(s, tt.sentence) {
+				t.Errorf("recommendation %q, want it to start %q", s, tt.sentence)
+			}
+			if row["flag"] != "--max-num-seqs" || row["change"] != tt.change || row["current_source"] != "the most running" {
+				t.Errorf("flag %v change %v current_source %v", row["flag"], row["change"], row["current_source"])
+			}
+			for _, c := range []struct {
+				name string
+				want *float64
+			}{{"current", tt.current}, {"recommended", tt.recommended}} {
+				got, _ := row[c.name].(*float64)
+				if (got == nil) != (c.want == nil) || got != nil && *got != *c.want {
+					t.Errorf("%s %v, want %v", c.name, got, c.want)
+				}
+			}
+		})
 	}
 }
 

@@ -43,6 +43,10 @@ func NewDiagnosis(s Settings, sc Scope, rules []string, extra []series.Signal) (
 		return Diagnosis{}, backend.PluginError(err)
 	}
 	wanted = appendMissing(appendMissing(wanted, series.JoinSignals()), extra)
+	hists, err := diagnosis.RequiredHistograms(rules)
+	if err != nil {
+		return Diagnosis{}, backend.PluginError(err)
+	}
 	from, to := sc.From.Truncate(step), sc.To.Truncate(step)
 	opts := diagnosis.Options{Rules: rules, Thresholds: s.Thresholds, EvalFrom: from,
 		Report: series.NewGrid(from, to, step)}
@@ -65,6 +69,7 @@ func NewDiagnosis(s Settings, sc Scope, rules []string, extra []series.Signal) (
 			Instance:    sc.Instance,
 			Model:       sc.Model,
 			CacheConfig: true,
+			Histograms:  hists,
 			// The lookback only feeds baselines and pending periods: read it coarsely.
 			CoarseBefore: from,
 		}}, nil

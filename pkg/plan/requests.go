@@ -87,7 +87,7 @@ func NewRequests(s Settings, sc Scope, f RequestFilters, now time.Time) (Request
 		}
 	}
 	p.Metrics, p.MetricsErr = NewDiagnosis(s, msc, nil, append(series.JoinSignals(), series.TTFTP50))
-	p.Metrics.Metrics.Histograms = slowestHistograms
+	p.Metrics.Metrics.Histograms = append(p.Metrics.Metrics.Histograms, slowestHistograms...)
 	p.window = signals.Window(s.Metrics.Scrape, p.Metrics.EvalStep)
 	return p, nil
 }
