@@ -92,6 +92,15 @@
 //   - V0's prefix-cache hit rate is a ratio since the server started; pkg/signals derives the
 //     rate window's hit rate from it and the prompt token counter (an approximation), so a miss
 //     shows within a window as it does on current vLLM.
+//   - engine_stalled is an instance whose series keep arriving, with requests running or waiting,
+//     and no engine step (the _count of vllm:iteration_tokens_total) and no generated token over
+//     the whole rate window: a wedged engine keeps its API server answering /health and its
+//     /metrics scraped, so a stall shows as flat counters beside live gauges, not as missing
+//     data. An idle instance (nothing running or waiting) is not stalled; a scrape gap or the
+//     window after a restart (a rate needs two samples) is unknown, never a finding. Without the
+//     step counter, no generated token alone decides. A wedge that also zeroes the running and
+//     waiting gauges cannot be told from an idle instance by the metrics: vLLM exports no counter
+//     of received requests. The queue and the clients' aborts a stall produces are secondary to it.
 //   - Counter resets: rates come from Prometheus, which handles resets; the NaN step after a
 //     restart is unknown, a zero rate is false, and a short burst cannot last `for`.
 //   - Specific causes outrank symptoms: a finding that overlaps (in time, on the same instance) a

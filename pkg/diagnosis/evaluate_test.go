@@ -600,3 +600,64 @@ func TestStateNamesAreTheTimelineValues(t *testing.T) {
 		}
 	}
 }
+
+// A scrape gap and an idle instance are never a stall: the gap's steps are insufficient data,
+// the idle instance's ok.
+func TestEngineStalledTellsIdleAndScrapeGapsApart(t *testing.T) {
+	type m = map[series.Signal]sample
+	cases := []struct {
+		name  string
+		after m
+		want  State
+	}{
+		{"idle", m{series.Running: x(0), series.Waiting: x(0), series.GenerationTPS: x(0), series.EngineStepRate: x(0)}, OK},
+		{"scrape gap", m{series.Running: nan(), series.Waiting: nan(), series.GenerationTPS: nan(), series.EngineStepRate: nan()}, InsufficientData},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			set := newSet(totalSteps)
+			scenario(set, keyA, c.after)
+			res := evaluate(t, set, Options{Rules: []string{EngineStalled}, EvalFrom: evalFrom})
+			if got := findingsOf(res, EngineStalled); len(got) != 0 {
+				t.Fatalf("want no finding, got %q", got[0].Text)
+			}
+			states := statesOf(t, res, keyA, EngineStalled)
+			if n := count(states, c.want); n != len(states) {
+				t.Errorf("%d of %d steps %s: %v", n, len(states), c.want, states)
+			}
+		})
+	}
+}
+
+// A wedged engine's queue and its clients' aborts are the stall's: secondary to it, and the
+// instance's headline is the stall.
+func TestStallOutranksTheQueueAndTimeoutsItCauses(t *testing.T) {
+	set := newSet(totalSteps)
+	scenario(set, keyA, map[series.Signal]sample{
+		series.Running: x(8), series.Waiting: x(40), series.KVUsage: x(0.3), series.AbortRatio: x(1),
+		series.GenerationTPS: x(0), series.EngineStepRate: x(0),
+	})
+	res := evaluate(t, set, Options{EvalFrom: evalFrom})
+	stall := findingsOf(res, EngineStalled)
+	if len(stall) != 1 || stall[0].SecondaryTo != "" || !stall[0].Headline || stall[0].Severity != Critical {
+		t.Fatalf("engine_stalled findings %+v, want one primary critical headline", stall)
+	}
+	for _, rule := range []string{QueueWithFreeCache, ClientTimeouts} {
+		got := findingsOf(res, rule)
+		if len(got) != 1 || got[0].SecondaryTo != EngineStalled || got[0].Severity != Info {
+			t.Errorf("%s findings %+v, want one secondary to engine_stalled", rule, got)
+		}
+	}
+}
+
+// Where the instance exports no engine-step counter, no generated token over the window with
+// requests held is the stall.
+func TestEngineStalledWithoutTheStepCounter(t *testing.T) {
+	set := newSet(totalSteps)
+	scenario(set, keyA, stalled(nil))
+	drop(set, keyA, series.EngineStepRate)
+	res := evaluate(t, set, Options{Rules: []string{EngineStalled}, EvalFrom: evalFrom})
+	if got := findingsOf(res, EngineStalled); len(got) != 1 {
+		t.Fatalf("want one finding, got %d; states %v", len(got), statesOf(t, res, keyA, EngineStalled)[:3])
+	}
+}

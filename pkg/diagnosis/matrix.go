@@ -31,11 +31,12 @@ const (
 // Ranks, the headline's (Rule.rank) and each stage's (Rule.lengthens), step by 10: a rule added
 // between two takes a number between theirs, so that no other rule is renumbered and rules added
 // side by side do not touch each other's values. The headline ranks put first what most likely
-// bounds an instance: running out of KV memory (preemptions slow every stage), then more load
+// bounds an instance: an engine that makes no progress at all, running out of KV memory (preemptions slow every stage), then more load
 // than capacity, the scheduler's budget, cache and drafter efficiency, the shape of prefills,
 // the unexplained symptoms, and last the clients' timeouts, a consequence of whatever else is
 // wrong. A stage's ranks put first the causes that lengthen it directly.
 var matrix = []Rule{
+	engineStalled,
 	prefillBlocking,
 	tokenBudgetStarved,
 	prefixCacheMiss,

@@ -20,6 +20,17 @@ func TestRuleThresholdEdges(t *testing.T) {
 	}{
 		{"healthy server", KVCacheSaturated, m{}, nil, ""},
 
+		{"requests held with no step and no token", EngineStalled, stalled(nil), nil, Critical},
+		{"a queue alone, nothing running, no step", EngineStalled, stalled(m{series.Running: x(0)}), nil, Critical},
+		{"an idle instance takes no step", EngineStalled, stalled(m{series.Running: x(0), series.Waiting: x(0)}), nil, ""},
+		{"steps advancing without a token (prefills) are progress", EngineStalled, stalled(m{series.EngineStepRate: x(0.5)}), nil, ""},
+		{"tokens generated are progress", EngineStalled, stalled(m{series.GenerationTPS: x(0.1)}), nil, ""},
+		{"a step counter without a sample leaves the step unknown", EngineStalled, stalled(m{series.EngineStepRate: nan()}), nil, ""},
+		{"a scrape gap: no rate and no gauge", EngineStalled,
+			m{series.Running: nan(), series.Waiting: nan(), series.GenerationTPS: nan(), series.EngineStepRate: nan()}, nil, ""},
+		{"a restart's window: gauges scraped, rates not yet", EngineStalled,
+			stalled(m{series.GenerationTPS: nan(), series.EngineStepRate: nan()}), nil, ""},
+
 		{"kv usage above 0.85 with preemptions", KVCacheSaturated, m{series.KVUsage: x(0.86), series.PreemptionRate: x(1)}, nil, Critical},
 		{"kv usage at 0.85 is not above it", KVCacheSaturated, m{series.KVUsage: x(0.85), series.PreemptionRate: x(1)}, nil, ""},
 		{"kv usage below 0.85", KVCacheSaturated, m{series.KVUsage: x(0.84), series.PreemptionRate: x(1)}, nil, ""},
@@ -107,6 +118,22 @@ func TestRuleThresholdEdges(t *testing.T) {
 	}
 }
 
+// stalled is engine_stalled's condition: requests running and waiting, no engine step and no
+// generated token over the window, with changes.
+func stalled(change map[series.Signal]sample) map[series.Signal]sample {
+	m := map[series.Signal]sample{
+		series.Running:        x(8),
+		series.Waiting:        x(12),
+		series.GenerationTPS:  x(0),
+		series.EngineStepRate: x(0),
+		series.RequestRate:    x(0),
+	}
+	for k, v := range change {
+		m[k] = v
+	}
+	return m
+}
+
 // starved is token_budget_starved's condition exactly at its thresholds (TTFT bounds 1.5× the
 // baseline's upper bounds 0.25 and 0.5 s, prefill 1.5× 0.5 s), with changes.
 func starved(change map[series.Signal]sample) map[series.Signal]sample {
@@ -125,7 +152,7 @@ func starved(change map[series.Signal]sample) map[series.Signal]sample {
 // The rules of README's matrix table are in the matrix, each with its `for`.
 func TestMatrixHasEveryRowOfTheReadme(t *testing.T) {
 	want := map[string]string{
-		PrefillBlocking: "5m", TokenBudgetStarved: "5m", PrefixCacheMiss: "5m", SpecDecodeInefficient: "5m",
+		EngineStalled: "1m30s", PrefillBlocking: "5m", TokenBudgetStarved: "5m", PrefixCacheMiss: "5m", SpecDecodeInefficient: "5m",
 		KVCacheSaturated: "3m", PreemptionsFreeCache: "5m", QueueWithFreeCache: "5m", PastTheKnee: "5m",
 		ClientTimeouts: "5m", PrefillBound: "5m", DecodeBound: "5m",
 	}

@@ -35,7 +35,8 @@ var clientTimeouts = Rule{
 		return fmt.Sprintf("%s of requests aborted", percent(e.optional(series.AbortRatio, i)))
 	},
 	recommend: noValue("the cause is another finding of the instance, whose recommendation applies"),
-	rank:      110,
-	standsAlone: "aborted requests are the clients' verdict on whatever else is wrong: the finding stays primary beside " +
-		"that cause, which outranks it for the headline",
+	// Aborted requests are the clients' verdict on whatever else is wrong: beside a cause that
+	// leaves requests served slowly the finding stays primary, outranked for the headline; only a
+	// stalled engine, which serves them not at all, explains it (engine_stalled's link).
+	rank: 110,
 }

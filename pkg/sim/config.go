@@ -106,7 +106,9 @@ type Dist struct {
 // instead restarts the server at From: counters reset, in-flight requests are lost, and the
 // server is down for Downtime seconds. Redeploy applies an engine change as an operator does
 // with vLLM's flags, which it reads only at start: the server restarts into the fault's
-// configuration at From and back into its own at To, down for Downtime seconds each time.
+// configuration at From and back into its own at To, down for Downtime seconds each time. Stall
+// wedges the engine at From: it takes no step while requests keep arriving and the server keeps
+// being scraped, until the operator restarts it at To (down for Downtime seconds).
 type Fault struct {
 	Rule     string        `json:"rule"`
 	From     float64       `json:"from"`
@@ -115,6 +117,7 @@ type Fault struct {
 	Load     *Load         `json:"load,omitempty"`
 	Restart  bool          `json:"restart,omitempty"`
 	Redeploy bool          `json:"redeploy,omitempty"`
+	Stall    bool          `json:"stall,omitempty"`
 	Downtime float64       `json:"downtime,omitempty"`
 }
 
@@ -184,6 +187,9 @@ func (s Scenario) Validate() error {
 			}
 			if f.Restart && f.Redeploy {
 				add("%s: a fault is either a restart or a redeploy of new flags, not both", fw)
+			}
+			if f.Stall && (f.Restart || f.Redeploy) {
+				add("%s: a stall ends in a restart of its own: it is neither a restart nor a redeploy", fw)
 			}
 			if (f.Restart || f.Redeploy) && f.Downtime < 0 {
 				add("%s: downtime must not be negative", fw)

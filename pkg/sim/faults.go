@@ -5,6 +5,7 @@ package sim
 // from FaultFrom to FaultTo, and the simulator reads its ground truth from the engine's own
 // state. A restart is a fault of no rule.
 const (
+	RuleEngineStalled         = "engine_stalled"
 	RulePrefillBlocking       = "prefill_blocking"
 	RuleTokenBudgetStarved    = "token_budget_starved"
 	RulePrefixCacheMiss       = "prefix_cache_miss"
@@ -33,6 +34,25 @@ type faultScenario struct {
 
 // faults are the rules' scenarios, by rule id.
 var faults = map[string]faultScenario{
+	RuleEngineStalled: {
+		build: func() Scenario {
+			sc := faulty(RuleEngineStalled,
+				"the engine wedges (a hung collective): it takes no step while its API server keeps answering and /metrics keeps being "+
+					"scraped, so the running requests hang and arrivals pile up in the queue with counters flat; the operator restarts it "+
+					"at the fault's end, losing the queue",
+				nil,
+				func(EngineConfig, Load) (*EngineConfig, *Load) { return nil, nil })
+			f := &sc.Instances[1].Faults[0]
+			f.Stall, f.Downtime = true, redeployDowntime
+			return sc
+		},
+		// Requests were in the engine and it committed no step for the whole minute.
+		mechanism: func(a, _ window) bool {
+			return a.steps == 0 && a.running+a.waiting > 0
+		},
+		// The arrivals queue behind the wedged engine with its KV cache as it stopped, mostly free.
+		alsoTrips: []string{RuleQueueWithFreeCache},
+	},
 	RulePrefillBlocking: {
 		build: func() Scenario {
 			return faulty(RulePrefillBlocking,

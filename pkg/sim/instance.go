@@ -23,6 +23,7 @@ type window struct {
 	itl                         float64
 	itlCount                    int
 	blocking                    int
+	steps                       int // engine steps committed
 	prefixCaching, specDecoding bool
 }
 
@@ -47,6 +48,7 @@ func (w *window) add(o window) {
 	w.itl += o.itl
 	w.itlCount += o.itlCount
 	w.blocking += o.blocking
+	w.steps += o.steps
 	w.prefixCaching = w.prefixCaching || o.prefixCaching
 	w.specDecoding = w.specDecoding || o.specDecoding
 }
@@ -59,6 +61,7 @@ type phase struct {
 	load     Load
 	restart  bool
 	downtime float64
+	stall    bool // the engine takes no step (see Fault.Stall)
 }
 
 // instanceSim drives one instance's engine through simulated time: arrivals, client timeouts,
@@ -84,6 +87,7 @@ type instanceSim struct {
 	onSpan   func(Span) // nil: spans are not kept
 	sampleN  uint64     // keep one span in sampleN
 	restarts int
+	stalled  bool // the engine is wedged: no step, no abort, while arrivals queue
 }
 
 func newInstanceSim(sc *Scenario, index int, duration, scrape float64) *instanceSim {
@@ -109,14 +113,14 @@ func buildPhases(in Instance, duration float64) []phase {
 			ps = append(ps, phase{at: f.From * duration, engine: in.Engine, load: in.Load, restart: true, downtime: f.Downtime})
 			continue
 		}
-		during := phase{at: f.From * duration, rule: f.Rule, engine: in.Engine, load: in.Load, restart: f.Redeploy, downtime: f.Downtime}
+		during := phase{at: f.From * duration, rule: f.Rule, engine: in.Engine, load: in.Load, restart: f.Redeploy, downtime: f.Downtime, stall: f.Stall}
 		if f.Engine != nil {
 			during.engine = *f.Engine
 		}
 		if f.Load != nil {
 			during.load = *f.Load
 		}
-		ps = append(ps, during, phase{at: f.To * duration, engine: in.Engine, load: in.Load, restart: f.Redeploy, downtime: f.Downtime})
+		ps = append(ps, during, phase{at: f.To * duration, engine: in.Engine, load: in.Load, restart: f.Redeploy || f.Stall, downtime: f.Downtime})
 	}
 	sort.SliceStable(ps, func(i, j int) bool { return ps[i].at < ps[j].at })
 	return ps
@@ -154,7 +158,7 @@ func (s *instanceSim) nextPhase() float64 {
 // of the scrape interval with the server's state at that time.
 func (s *instanceSim) advance(until float64, nextScrape *float64, onScrape func(t float64)) {
 	for s.now < until {
-		if s.up() && s.eng.busy() {
+		if s.up() && !s.stalled && s.eng.busy() {
 			dt := s.eng.plan(s.now)
 			if dt == 0 && s.eng.preemptions > 0 {
 				continue // a request preempted itself: plan again with it in the queue
@@ -226,6 +230,7 @@ func (s *instanceSim) events() {
 		p := s.phases[s.next]
 		s.next++
 		s.cfg, s.load = p.engine, p.load
+		s.stalled = p.stall
 		if p.restart {
 			s.restarts++
 			s.upAt = s.now + p.downtime
@@ -252,7 +257,7 @@ func (s *instanceSim) events() {
 		}
 		s.arrival = s.nextGap(s.arrival)
 	}
-	if s.up() && s.eng.busy() {
+	if s.up() && !s.stalled && s.eng.busy() {
 		s.eng.abortExpired(s.now)
 	}
 	s.publishState()
@@ -354,6 +359,7 @@ func (s *instanceSim) spec(drafts, draftTokens, accepted int, perPos []int) {
 
 func (s *instanceSim) step(now, dt float64, tokens, prefillTokens int, blocking bool) {
 	s.metrics.iteration.Observe(float64(tokens))
+	s.window().steps++
 	if blocking {
 		s.window().blocking++
 	}

@@ -24,6 +24,9 @@ type point struct {
 	hitRate, acceptance    float64
 	queue, prefill, decode float64 // means over the window
 	prefixCaching, specOn  bool
+	// work is running + waiting; steps and generated are the engine steps and output tokens
+	// over the window, NaN with fewer than two scrapes in it (a rate needs two samples).
+	work, steps, generated float64
 }
 
 // view reads one instance's series out of a result.
@@ -205,6 +208,12 @@ func (v view) points(window time.Duration) []point {
 			}
 		}
 		p.kvAvg /= float64(samples)
+		p.work = running + waiting
+		p.steps, p.generated = math.NaN(), math.NaN()
+		if samples >= 2 {
+			p.steps = v.hist("vllm:iteration_tokens_total", from, t).count
+			p.generated = v.increase("vllm:generation_tokens_total", from, t)
+		}
 		for _, s := range v.rows("vllm:cache_config_info") {
 			if s.at(t) != nil {
 				for _, l := range s.labels {
@@ -254,6 +263,7 @@ var conditions = map[string]func(p point, b baseline) bool{
 	RuleKVCacheSaturated:      func(p point, _ baseline) bool { return p.preempt2m > 0.5 && p.kv > 0.85 },
 	RulePreemptionsFreeCache:  func(p point, _ baseline) bool { return p.preempt1m*60 > 1 && p.kvAvg < 0.9 },
 	RuleQueueWithFreeCache:    func(p point, _ baseline) bool { return p.waitRatio > 0.2 && p.kv < 0.7 },
+	RuleEngineStalled:         func(p point, _ baseline) bool { return p.work > 0 && p.steps == 0 && p.generated == 0 },
 	RulePastTheKnee:           func(p point, _ baseline) bool { return p.waitRatio > 0.2 && p.kv >= 0.85 },
 	RuleClientTimeouts:        func(p point, _ baseline) bool { return p.abortRatio > 0.05 },
 	RulePrefillBound: func(p point, b baseline) bool {
@@ -265,7 +275,7 @@ var conditions = map[string]func(p point, b baseline) bool{
 }
 
 // ruleFor is each rule's `for` duration.
-var ruleFor = map[string]time.Duration{RuleKVCacheSaturated: 3 * time.Minute}
+var ruleFor = map[string]time.Duration{RuleKVCacheSaturated: 3 * time.Minute, RuleEngineStalled: 90 * time.Second}
 
 func forDuration(rule string) time.Duration {
 	if d, ok := ruleFor[rule]; ok {

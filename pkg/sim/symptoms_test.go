@@ -124,3 +124,18 @@ func TestPreemptionsHappenWithTheCacheMostlyFree(t *testing.T) {
 		t.Errorf("%.1f preemptions a minute, kv usage below 0.9 in %d of %d scrapes", preempt, low, n)
 	}
 }
+
+// A wedged engine is seen within 3 minutes of the stall's injected start: the rate window holds
+// no step about a minute after it, and engine_stalled's `for` is 90 s.
+func TestStallIsSeenWithinThreeMinutes(t *testing.T) {
+	res := run(t, RuleEngineStalled)
+	start := res.Start.Add(time.Duration(FaultFrom * float64(res.Duration)))
+	v := res.view(FaultyInstance)
+	fired := firing(RuleEngineStalled, v.points(time.Minute), baseline{}, res.Scrape)
+	if len(fired) == 0 {
+		t.Fatal("engine_stalled never fires on its scenario")
+	}
+	if at := fired[0][0].Add(forDuration(RuleEngineStalled)); at.Sub(start) > 3*time.Minute {
+		t.Errorf("engine_stalled fires at %s, %v after the stall began at %s", at.Format("15:04:05"), at.Sub(start), start.Format("15:04:05"))
+	}
+}
