@@ -101,6 +101,12 @@
 //     step counter, no generated token alone decides. A wedge that also zeroes the running and
 //     waiting gauges cannot be told from an idle instance by the metrics: vLLM exports no counter
 //     of received requests. The queue and the clients' aborts a stall produces are secondary to it.
+//   - outputs_truncated is the share of finished requests whose finished_reason is length (they hit
+//     max_tokens or the context limit) above length_ratio and at least baseline_factor times its
+//     baseline: a workload whose answers always ran into their limit is the clients' choice, a
+//     rise is news. A window with no finished request has no share (unknown). Its evidence sets
+//     the output lengths (mean, p95) against the requests' mean max_tokens where vLLM exports
+//     vllm:request_params_max_tokens.
 //   - Counter resets: rates come from Prometheus, which handles resets; the NaN step after a
 //     restart is unknown, a zero rate is false, and a short burst cannot last `for`.
 //   - Specific causes outrank symptoms: a finding that overlaps (in time, on the same instance) a

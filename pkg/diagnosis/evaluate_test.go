@@ -661,3 +661,29 @@ func TestEngineStalledWithoutTheStepCounter(t *testing.T) {
 		t.Fatalf("want one finding, got %d; states %v", len(got), statesOf(t, res, keyA, EngineStalled)[:3])
 	}
 }
+
+// A workload whose answers always ran into their limit is not truncated anew: the length share
+// must also reach baseline_factor (1.5) times the hour before's.
+func TestOutputsTruncatedComparesWithItsBaseline(t *testing.T) {
+	cases := []struct {
+		name      string
+		base, now float64
+		want      int
+	}{
+		{"a quarter truncated before, 0.3 now", 0.25, 0.3, 0},
+		{"a quarter truncated before, 0.375 now", 0.25, 0.375, 1},
+		{"none truncated before, 0.3 now", 0, 0.3, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			set := newSet(totalSteps)
+			scenario(set, keyA, nil)
+			fill(set, keyA, series.LengthRatio, 0, baseSteps, x(c.base))
+			fill(set, keyA, series.LengthRatio, baseSteps, totalSteps, x(c.now))
+			res := evaluate(t, set, Options{Rules: []string{OutputsTruncated}, EvalFrom: evalFrom})
+			if got := findingsOf(res, OutputsTruncated); len(got) != c.want {
+				t.Fatalf("%d findings, want %d", len(got), c.want)
+			}
+		})
+	}
+}

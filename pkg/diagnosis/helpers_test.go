@@ -87,6 +87,7 @@ func healthy() map[series.Signal]sample {
 		series.OutputLengthMean:     x(200),
 		series.GenerationTPS:        x(1000),
 		series.EngineStepRate:       x(60),
+		series.LengthRatio:          x(0.02),
 	}
 }
 

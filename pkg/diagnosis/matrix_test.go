@@ -65,6 +65,12 @@ func TestRuleThresholdEdges(t *testing.T) {
 		{"aborts at 5% are not above it", ClientTimeouts, m{series.AbortRatio: x(0.05)}, nil, ""},
 		{"aborts below 5%", ClientTimeouts, m{series.AbortRatio: x(0.04)}, nil, ""},
 
+		{"length share above 0.2 and its baseline", OutputsTruncated, m{series.LengthRatio: x(0.21)}, nil, Warning},
+		{"length share at 0.2 is not above it", OutputsTruncated, m{series.LengthRatio: x(0.2)}, nil, ""},
+		{"no finished request: no share", OutputsTruncated, m{series.LengthRatio: nan()}, nil, ""},
+		{"length share override lowers the bar", OutputsTruncated, m{series.LengthRatio: x(0.1)},
+			Thresholds{OutputsTruncated: {"length_ratio": 0.05}}, Warning},
+
 		{"acceptance just below 0.6 is a warning", SpecDecodeInefficient, m{series.SpecAcceptanceRate: x(0.59)}, nil, Warning},
 		{"acceptance at 0.6 is fine", SpecDecodeInefficient, m{series.SpecAcceptanceRate: x(0.6)}, nil, ""},
 		{"acceptance at 0.5 is still a warning", SpecDecodeInefficient, m{series.SpecAcceptanceRate: x(0.5)}, nil, Warning},
@@ -154,7 +160,7 @@ func TestMatrixHasEveryRowOfTheReadme(t *testing.T) {
 	want := map[string]string{
 		EngineStalled: "1m30s", PrefillBlocking: "5m", TokenBudgetStarved: "5m", PrefixCacheMiss: "5m", SpecDecodeInefficient: "5m",
 		KVCacheSaturated: "3m", PreemptionsFreeCache: "5m", QueueWithFreeCache: "5m", PastTheKnee: "5m",
-		ClientTimeouts: "5m", PrefillBound: "5m", DecodeBound: "5m",
+		ClientTimeouts: "5m", OutputsTruncated: "5m", PrefillBound: "5m", DecodeBound: "5m",
 	}
 	for id, forDur := range want {
 		rules, err := Rules([]string{id}, nil)

@@ -15,6 +15,7 @@ const (
 	RuleQueueWithFreeCache    = "queue_with_free_cache"
 	RulePastTheKnee           = "past_the_knee"
 	RuleClientTimeouts        = "client_timeouts"
+	RuleOutputsTruncated      = "outputs_truncated"
 	RulePrefillBound          = "prefill_bound"
 	RuleDecodeBound           = "decode_bound"
 	faultRestart              = "restart"
@@ -228,6 +229,24 @@ var faults = map[string]faultScenario{
 		// Clients gave up on more than 5% of the requests.
 		mechanism: func(a, _ window) bool {
 			return a.finished > 0 && float64(a.aborted)/float64(a.finished) > 0.05
+		},
+	},
+	RuleOutputsTruncated: {
+		build: func() Scenario {
+			return faulty(RuleOutputsTruncated,
+				"a client release sends max_tokens 128 while answers want ~150 tokens: about half of them stop at the limit, "+
+					"fast and cut short",
+				nil,
+				func(_ EngineConfig, l Load) (*EngineConfig, *Load) {
+					l.MaxTokens = 128
+					return nil, &l
+				})
+		},
+		// More than a fifth of the finished requests stopped at their length limit, at least 1.5×
+		// the share before the fault.
+		mechanism: func(a, base window) bool {
+			share := mean(float64(a.truncated), a.finished)
+			return share > 0.2 && share >= 1.5*mean(float64(base.truncated), base.finished)
 		},
 	},
 	RulePrefillBound: {

@@ -24,6 +24,7 @@ type window struct {
 	itlCount                    int
 	blocking                    int
 	steps                       int // engine steps committed
+	truncated                   int // requests finished by length
 	prefixCaching, specDecoding bool
 }
 
@@ -49,6 +50,7 @@ func (w *window) add(o window) {
 	w.itlCount += o.itlCount
 	w.blocking += o.blocking
 	w.steps += o.steps
+	w.truncated += o.truncated
 	w.prefixCaching = w.prefixCaching || o.prefixCaching
 	w.specDecoding = w.specDecoding || o.specDecoding
 }
@@ -376,8 +378,14 @@ func (s *instanceSim) finished(r *request, now float64, reason string) {
 	m.e2e.Observe(e2e)
 	m.reqPrompt.Observe(float64(r.prompt))
 	m.reqGen.Observe(float64(r.output))
+	if m.maxTokens != nil {
+		m.maxTokens.Observe(float64(r.maxTokens))
+	}
 	w := s.window()
 	w.finished++
+	if reason == "length" {
+		w.truncated++
+	}
 	if reason == "abort" {
 		w.aborted++
 		return

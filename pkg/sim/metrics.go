@@ -23,6 +23,7 @@ type metricSet struct {
 	preemptions, promptTokens, genTk    prometheus.Counter
 	success                             map[string]prometheus.Counter
 	reqPrompt, reqGen, iteration        prometheus.Observer
+	maxTokens                           prometheus.Observer // nil in V0
 	ttft, itl, tpot, e2e                prometheus.Observer
 	queue, prefill, decode, inference   prometheus.Observer
 	queueV0                             prometheus.Observer // V0's time_in_queue_requests
@@ -131,6 +132,7 @@ func newMetricSet(gen vllm.Generation, model string, cfg EngineConfig, exp Expos
 		m.waitingCapacity = byReason.WithLabelValues("capacity")
 		m.waitingDeferred = byReason.WithLabelValues("deferred")
 		m.kvUsage = gauge(vllm.KVCacheUsage)
+		m.maxTokens = histogram(vllm.RequestParamsMaxTokens, lengths)
 		m.prefixQueries = counter(vllm.PrefixCacheQueries)
 		m.prefixHits = counter(vllm.PrefixCacheHits)
 		m.cachedTk = counter(vllm.PromptTokensCached)
