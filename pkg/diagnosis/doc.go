@@ -101,6 +101,12 @@
 //     step counter, no generated token alone decides. A wedge that also zeroes the running and
 //     waiting gauges cannot be told from an idle instance by the metrics: vLLM exports no counter
 //     of received requests. The queue and the clients' aborts a stall produces are secondary to it.
+//   - The queue's reasons: since about 0.20 vLLM splits the waiting queue into requests waiting for
+//     capacity and requests deferred by a transient constraint (LoRA slots, an asynchronous KV
+//     transfer, a blocked request). Where it does, queue_with_free_cache and past_the_knee count
+//     only the capacity waits, and queue_deferred the deferred ones, whose remedy is not a token
+//     budget; where it does not, queue_deferred is not applicable and the same queue is
+//     queue_with_free_cache's.
 //   - outputs_truncated is the share of finished requests whose finished_reason is length (they hit
 //     max_tokens or the context limit) above length_ratio and at least baseline_factor times its
 //     baseline: a workload whose answers always ran into their limit is the clients' choice, a

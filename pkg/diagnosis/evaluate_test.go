@@ -687,3 +687,39 @@ func TestOutputsTruncatedComparesWithItsBaseline(t *testing.T) {
 		})
 	}
 }
+
+// The same deferred queue reads as queue_deferred where vLLM splits the queue by reason, and as
+// queue_with_free_cache where it does not (queue_deferred is then not applicable).
+func TestDeferredQueueWithAndWithoutTheReasonSplit(t *testing.T) {
+	queue := map[series.Signal]sample{series.Running: x(8), series.Waiting: x(6), series.KVUsage: x(0.3)}
+	split := map[series.Signal]sample{series.WaitingDeferred: x(5), series.WaitingCapacity: x(1)}
+	cases := []struct {
+		name    string
+		split   bool
+		finding string
+	}{
+		{"with the reason split", true, QueueDeferred},
+		{"without it", false, QueueWithFreeCache},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			set := newSet(totalSteps)
+			scenario(set, keyA, queue)
+			if c.split {
+				for sig, s := range split {
+					fill(set, keyA, sig, 0, totalSteps, x(0))
+					fill(set, keyA, sig, baseSteps, totalSteps, s)
+				}
+			}
+			res := evaluate(t, set, Options{Rules: []string{QueueDeferred, QueueWithFreeCache}, EvalFrom: evalFrom})
+			if len(res.Findings) != 1 || res.Findings[0].Rule != c.finding {
+				t.Fatalf("findings %+v, want one %s", res.Findings, c.finding)
+			}
+			if !c.split {
+				if states := statesOf(t, res, keyA, QueueDeferred); count(states, NotApplicable) != len(states) {
+					t.Errorf("queue_deferred without the split: %v, want not_applicable", states)
+				}
+			}
+		})
+	}
+}

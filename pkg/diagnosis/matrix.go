@@ -46,6 +46,7 @@ var matrix = []Rule{
 	kvCacheSaturated,
 	preemptionsFreeCache,
 	queueWithFreeCache,
+	queueDeferred,
 	pastTheKnee,
 	clientTimeouts,
 	outputsTruncated,

@@ -57,6 +57,18 @@ func TestRuleThresholdEdges(t *testing.T) {
 			m{series.Running: x(8), series.Waiting: x(3), series.WaitingCapacity: x(0), series.KVUsage: x(0.4)}, nil, ""},
 		{"idle server has no queue", QueueWithFreeCache, m{series.Running: x(0), series.Waiting: x(0), series.KVUsage: x(0)}, nil, ""},
 
+		{"deferred above 20% with free cache", QueueDeferred,
+			m{series.Running: x(8), series.Waiting: x(4), series.WaitingDeferred: x(3), series.WaitingCapacity: x(1), series.KVUsage: x(0.4)}, nil, Warning},
+		{"deferred at 20% is not above it", QueueDeferred,
+			m{series.Running: x(8), series.Waiting: x(2), series.WaitingDeferred: x(2), series.WaitingCapacity: x(0), series.KVUsage: x(0.4)}, nil, ""},
+		{"deferred with kv usage at 0.85", QueueDeferred,
+			m{series.Running: x(8), series.Waiting: x(4), series.WaitingDeferred: x(3), series.WaitingCapacity: x(1), series.KVUsage: x(0.85)}, nil, ""},
+		{"a queue waiting for capacity is not deferred", QueueDeferred,
+			m{series.Running: x(8), series.Waiting: x(4), series.WaitingDeferred: x(0), series.WaitingCapacity: x(4), series.KVUsage: x(0.4)}, nil, ""},
+		{"a vLLM that reports no reason defers nothing", QueueDeferred, m{series.Running: x(8), series.Waiting: x(4), series.KVUsage: x(0.4)}, nil, ""},
+		{"idle server defers nothing", QueueDeferred,
+			m{series.Running: x(0), series.Waiting: x(0), series.WaitingDeferred: x(0), series.KVUsage: x(0)}, nil, ""},
+
 		{"queue with kv usage at 0.85 is past the knee", PastTheKnee, m{series.Running: x(8), series.Waiting: x(3), series.KVUsage: x(0.85)}, nil, Critical},
 		{"queue with kv usage just below 0.85", PastTheKnee, m{series.Running: x(8), series.Waiting: x(3), series.KVUsage: x(0.84)}, nil, ""},
 		{"full cache with the queue at 20%", PastTheKnee, m{series.Running: x(8), series.Waiting: x(2), series.KVUsage: x(0.95)}, nil, ""},
@@ -159,7 +171,7 @@ func starved(change map[series.Signal]sample) map[series.Signal]sample {
 func TestMatrixHasEveryRowOfTheReadme(t *testing.T) {
 	want := map[string]string{
 		EngineStalled: "1m30s", PrefillBlocking: "5m", TokenBudgetStarved: "5m", PrefixCacheMiss: "5m", SpecDecodeInefficient: "5m",
-		KVCacheSaturated: "3m", PreemptionsFreeCache: "5m", QueueWithFreeCache: "5m", PastTheKnee: "5m",
+		KVCacheSaturated: "3m", PreemptionsFreeCache: "5m", QueueWithFreeCache: "5m", QueueDeferred: "5m", PastTheKnee: "5m",
 		ClientTimeouts: "5m", OutputsTruncated: "5m", PrefillBound: "5m", DecodeBound: "5m",
 	}
 	for id, forDur := range want {

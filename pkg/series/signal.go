@@ -34,6 +34,7 @@ const (
 	Waiting         Signal = "waiting"
 	WaitingRatio    Signal = "waiting_ratio"
 	WaitingCapacity Signal = "waiting_capacity"
+	WaitingDeferred Signal = "waiting_deferred"
 	RequestRate     Signal = "request_rate"
 	AbortRatio      Signal = "abort_ratio"
 	PromptTPS       Signal = "prompt_tps"

@@ -200,6 +200,11 @@ var Catalog = []Def{
 		alts: []alt{{needs: []string{vllm.RequestsWaitingByReason}, expr: func(b builder) string {
 			return fmt.Sprintf("sum by (%s) (%s)", b.by(), b.sel(vllm.RequestsWaitingByReason, is(vllm.LabelReason, "capacity")))
 		}}}},
+	{Name: series.WaitingDeferred, Label: "Waiting, deferred", Unit: "short", Group: groupScheduler,
+		Description: "Waiting requests held back by a transient constraint: the LoRA budget (--max-loras), an asynchronous KV transfer, a blocked request (vLLM 0.20+).",
+		alts: []alt{{needs: []string{vllm.RequestsWaitingByReason}, expr: func(b builder) string {
+			return fmt.Sprintf("sum by (%s) (%s)", b.by(), b.sel(vllm.RequestsWaitingByReason, is(vllm.LabelReason, "deferred")))
+		}}}},
 	{Name: series.SpecAcceptanceRate, Label: "Draft acceptance rate", Unit: "percentunit", Group: groupSpec,
 		Description: "Accepted draft tokens over proposed draft tokens (only with speculative decoding on). " +
 			"A vLLM V0 server without the token counters has only its gauge vllm:spec_decode_draft_acceptance_rate, " +

@@ -13,6 +13,7 @@ const (
 	RuleKVCacheSaturated      = "kv_cache_saturated"
 	RulePreemptionsFreeCache  = "preemptions_free_cache"
 	RuleQueueWithFreeCache    = "queue_with_free_cache"
+	RuleQueueDeferred         = "queue_deferred"
 	RulePastTheKnee           = "past_the_knee"
 	RuleClientTimeouts        = "client_timeouts"
 	RuleOutputsTruncated      = "outputs_truncated"
@@ -27,6 +28,9 @@ type faultScenario struct {
 	// mechanism says, from engine state over a minute (and the instance's state before the
 	// fault as the baseline), whether the fault's cause is at work: the ground truth.
 	mechanism func(a, base window) bool
+	// v0Rule, when set, is the rule a V0 server's metrics show the fault as, with that rule's
+	// mechanism as the ground truth: V0 did not report why requests wait.
+	v0Rule string
 	// alsoTrips are the rules whose conditions the fault trips on its instance by its nature
 	// while it lasts (a saturated cache also queues requests), besides the latency symptoms that
 	// the diagnosis reports as secondary.
@@ -195,6 +199,29 @@ var faults = map[string]faultScenario{
 		mechanism: func(a, _ window) bool {
 			return waitRatio(a) > 0.2 && a.usage/a.span < 0.7
 		},
+	},
+	RuleQueueDeferred: {
+		build: func() Scenario {
+			return faulty(RuleQueueDeferred,
+				"an instance serving LoRA adapters with --max-loras 2: 30% of requests ask for one of two adapters, which always fit; "+
+					"a new tenant brings six more adapters, and 60% of requests ask for one of eight, so those whose adapter finds "+
+					"no slot are deferred until a running adapter has no request left, while the KV cache stays mostly free",
+				func(in *Instance) {
+					in.Engine.MaxLoras = 2
+					in.Load.LoRAFraction, in.Load.Adapters = 0.3, 2
+				},
+				func(_ EngineConfig, l Load) (*EngineConfig, *Load) {
+					l.LoRAFraction, l.Adapters = 0.6, 8
+					return nil, &l
+				})
+		},
+		// More than a fifth of the requests waited deferred while the cache stayed mostly free.
+		mechanism: func(a, _ window) bool {
+			return a.running+a.waiting > 0 && a.deferred/(a.running+a.waiting) > 0.2 && a.usage/a.span < 0.85
+		},
+		v0Rule: RuleQueueWithFreeCache,
+		// Deferred requests' first tokens come late while the others' do not: TTFT p99/p50 > 2.
+		alsoTrips: []string{RulePrefillBlocking},
 	},
 	RulePastTheKnee: {
 		build: func() Scenario {

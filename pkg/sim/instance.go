@@ -14,6 +14,7 @@ import (
 type window struct {
 	span                        float64 // seconds of the window the server was up
 	usage, running, waiting     float64 // time integrals
+	deferred                    float64 // time integral of the waiting requests deferred
 	preemptions, exhausted      int
 	finished, aborted           int
 	firstTokens, promptTokens   int
@@ -33,6 +34,7 @@ func (w *window) add(o window) {
 	w.usage += o.usage
 	w.running += o.running
 	w.waiting += o.waiting
+	w.deferred += o.deferred
 	w.preemptions += o.preemptions
 	w.exhausted += o.exhausted
 	w.finished += o.finished
@@ -136,7 +138,7 @@ func (s *instanceSim) start() {
 }
 
 func (s *instanceSim) publishState() {
-	s.metrics.setState(len(s.eng.running), len(s.eng.waiting), s.eng.usage())
+	s.metrics.setState(len(s.eng.running), len(s.eng.waiting), s.eng.deferredCount(), s.eng.usage())
 }
 
 func (s *instanceSim) up() bool { return s.now >= s.upAt }
@@ -203,6 +205,7 @@ func (s *instanceSim) accumulate(t float64) {
 	}
 	up := s.up()
 	usage, running, waiting := s.eng.usage(), float64(len(s.eng.running)), float64(len(s.eng.waiting))
+	deferred := float64(s.eng.deferredCount())
 	for a := s.now; a < t; {
 		k := int(a / s.scrape)
 		b := min(t, float64(k+1)*s.scrape)
@@ -213,6 +216,7 @@ func (s *instanceSim) accumulate(t float64) {
 			w.usage += usage * d
 			w.running += running * d
 			w.waiting += waiting * d
+			w.deferred += deferred * d
 			w.prefixCaching = w.prefixCaching || s.cfg.PrefixCaching
 			w.specDecoding = w.specDecoding || s.cfg.SpecTokens > 0
 		}
@@ -277,6 +281,9 @@ func (s *instanceSim) newRequest(at float64) *request {
 	suffix := s.sample(l.SuffixTokens)
 	if l.LongFraction > 0 && s.rng.Float64() < l.LongFraction {
 		suffix += s.sample(l.LongTokens)
+	}
+	if l.LoRAFraction > 0 && s.rng.Float64() < l.LoRAFraction {
+		r.adapter = 1 + s.rng.IntN(l.Adapters)
 	}
 	r.prefixLen = l.PrefixTokens
 	if l.PrefixTokens > 0 && !l.UniquePrefix {

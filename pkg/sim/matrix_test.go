@@ -17,7 +17,8 @@ type point struct {
 	n                       float64 // requests that got a first token in the window
 	p50, p99                [2]float64
 	itl99                   [2]float64
-	kv, waitRatio           float64
+	kv, waitRatio           float64 // waitRatio counts only capacity waits where vLLM says why
+	deferRatio              float64
 	kvAvg                   float64 // the gauge averaged over the window, as avg_over_time
 	preempt1m, preempt2m    float64 // per second
 	abortRatio, lengthRatio float64
@@ -159,9 +160,9 @@ func (h hist) mean() float64 {
 	return h.sum / h.count
 }
 
-func (v view) gauge(name string, t time.Time) float64 {
+func (v view) gauge(name string, t time.Time, match ...string) float64 {
 	var total float64
-	for _, s := range v.rows(name) {
+	for _, s := range v.rows(name, match...) {
 		if row := s.at(t); row != nil {
 			total += row[0]
 		}
@@ -186,11 +187,19 @@ func (v view) points(window time.Duration) []point {
 		ttft := v.hist("vllm:time_to_first_token_seconds", from, t)
 		itl := v.hist("vllm:inter_token_latency_seconds", from, t)
 		running, waiting := v.gauge("vllm:num_requests_running", t), v.gauge("vllm:num_requests_waiting", t)
+		// Where vLLM reports why requests wait, the queue rules count only those waiting for
+		// capacity, and queue_deferred the deferred ones.
+		capacity, deferred := waiting, math.NaN()
+		if len(v.rows("vllm:num_requests_waiting_by_reason")) > 0 {
+			capacity = v.gauge("vllm:num_requests_waiting_by_reason", t, "reason", "capacity")
+			deferred = v.gauge("vllm:num_requests_waiting_by_reason", t, "reason", "deferred")
+		}
 		finished := v.increase("vllm:request_success_total", from, t)
 		p := point{
 			at: t, n: ttft.count, p50: ttft.quantile(0.5), p99: ttft.quantile(0.99), itl99: itl.quantile(0.99),
 			kv:          v.gauge("vllm:kv_cache_usage_perc", t),
-			waitRatio:   ratio(waiting, running+waiting),
+			waitRatio:   ratio(capacity, running+waiting),
+			deferRatio:  ratio(deferred, running+waiting),
 			preempt1m:   v.increase("vllm:num_preemptions_total", from, t) / window.Seconds(),
 			preempt2m:   v.increase("vllm:num_preemptions_total", t.Add(-2*window), t) / (2 * window.Seconds()),
 			abortRatio:  ratio(v.increase("vllm:request_success_total", from, t, "finished_reason", "abort"), finished),
@@ -268,6 +277,7 @@ var conditions = map[string]func(p point, b baseline) bool{
 	RulePreemptionsFreeCache:  func(p point, _ baseline) bool { return p.preempt1m*60 > 1 && p.kvAvg < 0.9 },
 	RuleQueueWithFreeCache:    func(p point, _ baseline) bool { return p.waitRatio > 0.2 && p.kv < 0.7 },
 	RuleEngineStalled:         func(p point, _ baseline) bool { return p.work > 0 && p.steps == 0 && p.generated == 0 },
+	RuleQueueDeferred:         func(p point, _ baseline) bool { return p.deferRatio > 0.2 && p.kv < 0.85 },
 	RulePastTheKnee:           func(p point, _ baseline) bool { return p.waitRatio > 0.2 && p.kv >= 0.85 },
 	RuleClientTimeouts:        func(p point, _ baseline) bool { return p.abortRatio > 0.05 },
 	RuleOutputsTruncated: func(p point, b baseline) bool {

@@ -180,12 +180,12 @@ func (m *metricSet) setCacheConfig(cfg EngineConfig) {
 	m.cacheInfo.With(m.cacheLabels).Set(1)
 }
 
-func (m *metricSet) setState(running, waiting int, usage float64) {
+func (m *metricSet) setState(running, waiting, deferred int, usage float64) {
 	m.running.Set(float64(running))
 	m.waiting.Set(float64(waiting))
 	if m.waitingCapacity != nil {
-		m.waitingCapacity.Set(float64(waiting))
-		m.waitingDeferred.Set(0)
+		m.waitingCapacity.Set(float64(waiting - deferred))
+		m.waitingDeferred.Set(float64(deferred))
 	}
 	m.kvUsage.Set(usage)
 }
