@@ -20,7 +20,7 @@ var engineStalled = Rule{
 		"and no generated token over the rate window",
 	Severity: Critical,
 	Cause:    "the engine is wedged (a hung collective, a deadlocked scheduler or worker) while its API server still answers /health",
-	Action: "capture the engine's stack (py-spy dump --pid <engine pid>) and its logs, then restart the engine; " +
+	Action: "capture the engine's stack (py-spy dump --pid on the engine core's process) and its logs, then restart the engine; " +
 		"make the health check follow the engine's progress (the engine-step counter), not /health alone",
 	Evidence: []series.Signal{series.EngineStepRate, series.GenerationTPS, series.Running, series.Waiting, series.RequestRate},
 	// The rate window (1m by default) sees the stall only once it holds no step at all, about a
