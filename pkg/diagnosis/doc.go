@@ -92,6 +92,27 @@
 //   - V0's prefix-cache hit rate is a ratio since the server started; pkg/signals derives the
 //     rate window's hit rate from it and the prompt token counter (an approximation), so a miss
 //     shows within a window as it does on current vLLM.
+//   - engine_stalled is an instance whose series keep arriving, with requests running or waiting,
+//     and no engine step (the _count of vllm:iteration_tokens_total) and no generated token over
+//     the whole rate window: a wedged engine keeps its API server answering /health and its
+//     /metrics scraped, so a stall shows as flat counters beside live gauges, not as missing
+//     data. An idle instance (nothing running or waiting) is not stalled; a scrape gap or the
+//     window after a restart (a rate needs two samples) is unknown, never a finding. Without the
+//     step counter, no generated token alone decides. A wedge that also zeroes the running and
+//     waiting gauges cannot be told from an idle instance by the metrics: vLLM exports no counter
+//     of received requests. The queue and the clients' aborts a stall produces are secondary to it.
+//   - The queue's reasons: since about 0.20 vLLM splits the waiting queue into requests waiting for
+//     capacity and requests deferred by a transient constraint (LoRA slots, an asynchronous KV
+//     transfer, a blocked request). Where it does, queue_with_free_cache and past_the_knee count
+//     only the capacity waits, and queue_deferred the deferred ones, whose remedy is not a token
+//     budget; where it does not, queue_deferred is not applicable and the same queue is
+//     queue_with_free_cache's.
+//   - outputs_truncated is the share of finished requests whose finished_reason is length (they hit
+//     max_tokens or the context limit) above length_ratio and at least baseline_factor times its
+//     baseline: a workload whose answers always ran into their limit is the clients' choice, a
+//     rise is news. A window with no finished request has no share (unknown). Its evidence sets
+//     the output lengths (mean, p95) against the requests' mean max_tokens where vLLM exports
+//     vllm:request_params_max_tokens.
 //   - Counter resets: rates come from Prometheus, which handles resets; the NaN step after a
 //     restart is unknown, a zero rate is false, and a short burst cannot last `for`.
 //   - Specific causes outrank symptoms: a finding that overlaps (in time, on the same instance) a

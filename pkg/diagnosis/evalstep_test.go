@@ -16,8 +16,10 @@ func TestEvalStepIsFineEnoughForTheShortestFor(t *testing.T) {
 		span time.Duration
 		want time.Duration
 	}{
-		{"a panel step within half the shortest for", Options{}, time.Minute, 2 * time.Hour, time.Minute},
-		{"10 min with a 3 min for: 600 s in 7 parts", Options{}, 10 * time.Minute, 2 * time.Hour, 85 * time.Second},
+		{"a panel step within half the shortest for", Options{}, 45 * time.Second, 2 * time.Hour, 45 * time.Second},
+		{"a 1 min panel step halved for engine_stalled's 90 s for", Options{}, time.Minute, 2 * time.Hour, 30 * time.Second},
+		{"10 min with a 90 s for (engine_stalled): 600 s in 14 parts", Options{}, 10 * time.Minute, 2 * time.Hour, 42 * time.Second},
+		{"10 min with a 3 min for: 600 s in 7 parts", Options{Rules: []string{KVCacheSaturated, PrefillBlocking}}, 10 * time.Minute, 2 * time.Hour, 85 * time.Second},
 		{"10 min, rules with a 5 min for only: 4 parts", Options{Rules: []string{PrefillBlocking}}, 10 * time.Minute, 2 * time.Hour, 150 * time.Second},
 		{"never finer than the scrape interval", Options{Thresholds: Thresholds{KVCacheSaturated: {"for": 10}}}, time.Minute, 2 * time.Hour, scrape},
 		{"never more than MaxEvalPoints steps over the range", Options{}, 10 * time.Minute, 7 * 24 * time.Hour, 303 * time.Second},

@@ -600,3 +600,126 @@ func TestStateNamesAreTheTimelineValues(t *testing.T) {
 		}
 	}
 }
+
+// A scrape gap and an idle instance are never a stall: the gap's steps are insufficient data,
+// the idle instance's ok.
+func TestEngineStalledTellsIdleAndScrapeGapsApart(t *testing.T) {
+	type m = map[series.Signal]sample
+	cases := []struct {
+		name  string
+		after m
+		want  State
+	}{
+		{"idle", m{series.Running: x(0), series.Waiting: x(0), series.GenerationTPS: x(0), series.EngineStepRate: x(0)}, OK},
+		{"scrape gap", m{series.Running: nan(), series.Waiting: nan(), series.GenerationTPS: nan(), series.EngineStepRate: nan()}, InsufficientData},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			set := newSet(totalSteps)
+			scenario(set, keyA, c.after)
+			res := evaluate(t, set, Options{Rules: []string{EngineStalled}, EvalFrom: evalFrom})
+			if got := findingsOf(res, EngineStalled); len(got) != 0 {
+				t.Fatalf("want no finding, got %q", got[0].Text)
+			}
+			states := statesOf(t, res, keyA, EngineStalled)
+			if n := count(states, c.want); n != len(states) {
+				t.Errorf("%d of %d steps %s: %v", n, len(states), c.want, states)
+			}
+		})
+	}
+}
+
+// A wedged engine's queue and its clients' aborts are the stall's: secondary to it, and the
+// instance's headline is the stall.
+func TestStallOutranksTheQueueAndTimeoutsItCauses(t *testing.T) {
+	set := newSet(totalSteps)
+	scenario(set, keyA, map[series.Signal]sample{
+		series.Running: x(8), series.Waiting: x(40), series.KVUsage: x(0.3), series.AbortRatio: x(1),
+		series.GenerationTPS: x(0), series.EngineStepRate: x(0),
+	})
+	res := evaluate(t, set, Options{EvalFrom: evalFrom})
+	stall := findingsOf(res, EngineStalled)
+	if len(stall) != 1 || stall[0].SecondaryTo != "" || !stall[0].Headline || stall[0].Severity != Critical {
+		t.Fatalf("engine_stalled findings %+v, want one primary critical headline", stall)
+	}
+	for _, rule := range []string{QueueWithFreeCache, ClientTimeouts} {
+		got := findingsOf(res, rule)
+		if len(got) != 1 || got[0].SecondaryTo != EngineStalled || got[0].Severity != Info {
+			t.Errorf("%s findings %+v, want one secondary to engine_stalled", rule, got)
+		}
+	}
+}
+
+// Where the instance exports no engine-step counter, no generated token over the window with
+// requests held is the stall.
+func TestEngineStalledWithoutTheStepCounter(t *testing.T) {
+	set := newSet(totalSteps)
+	scenario(set, keyA, stalled(nil))
+	drop(set, keyA, series.EngineStepRate)
+	res := evaluate(t, set, Options{Rules: []string{EngineStalled}, EvalFrom: evalFrom})
+	if got := findingsOf(res, EngineStalled); len(got) != 1 {
+		t.Fatalf("want one finding, got %d; states %v", len(got), statesOf(t, res, keyA, EngineStalled)[:3])
+	}
+}
+
+// A workload whose answers always ran into their limit is not truncated anew: the length share
+// must also reach baseline_factor (1.5) times the hour before's.
+func TestOutputsTruncatedComparesWithItsBaseline(t *testing.T) {
+	cases := []struct {
+		name      string
+		base, now float64
+		want      int
+	}{
+		{"a quarter truncated before, 0.3 now", 0.25, 0.3, 0},
+		{"a quarter truncated before, 0.375 now", 0.25, 0.375, 1},
+		{"none truncated before, 0.3 now", 0, 0.3, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			set := newSet(totalSteps)
+			scenario(set, keyA, nil)
+			fill(set, keyA, series.LengthRatio, 0, baseSteps, x(c.base))
+			fill(set, keyA, series.LengthRatio, baseSteps, totalSteps, x(c.now))
+			res := evaluate(t, set, Options{Rules: []string{OutputsTruncated}, EvalFrom: evalFrom})
+			if got := findingsOf(res, OutputsTruncated); len(got) != c.want {
+				t.Fatalf("%d findings, want %d", len(got), c.want)
+			}
+		})
+	}
+}
+
+// The same deferred queue reads as queue_deferred where vLLM splits the queue by reason, and as
+// queue_with_free_cache where it does not (queue_deferred is then not applicable).
+func TestDeferredQueueWithAndWithoutTheReasonSplit(t *testing.T) {
+	queue := map[series.Signal]sample{series.Running: x(8), series.Waiting: x(6), series.KVUsage: x(0.3)}
+	split := map[series.Signal]sample{series.WaitingDeferred: x(5), series.WaitingCapacity: x(1)}
+	cases := []struct {
+		name    string
+		split   bool
+		finding string
+	}{
+		{"with the reason split", true, QueueDeferred},
+		{"without it", false, QueueWithFreeCache},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			set := newSet(totalSteps)
+			scenario(set, keyA, queue)
+			if c.split {
+				for sig, s := range split {
+					fill(set, keyA, sig, 0, totalSteps, x(0))
+					fill(set, keyA, sig, baseSteps, totalSteps, s)
+				}
+			}
+			res := evaluate(t, set, Options{Rules: []string{QueueDeferred, QueueWithFreeCache}, EvalFrom: evalFrom})
+			if len(res.Findings) != 1 || res.Findings[0].Rule != c.finding {
+				t.Fatalf("findings %+v, want one %s", res.Findings, c.finding)
+			}
+			if !c.split {
+				if states := statesOf(t, res, keyA, QueueDeferred); count(states, NotApplicable) != len(states) {
+					t.Errorf("queue_deferred without the split: %v, want not_applicable", states)
+				}
+			}
+		})
+	}
+}

@@ -85,6 +85,9 @@ func healthy() map[series.Signal]sample {
 		series.RequestRate:          x(5),
 		series.PromptLengthMean:     x(1000),
 		series.OutputLengthMean:     x(200),
+		series.GenerationTPS:        x(1000),
+		series.EngineStepRate:       x(60),
+		series.LengthRatio:          x(0.02),
 	}
 }
 

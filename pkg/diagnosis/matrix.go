@@ -15,6 +15,7 @@ const (
 	criticalBelowParam     = "critical_below"
 	preemptionRateParam    = "preemption_rate"
 	preemptionsPerMinParam = "preemptions_per_minute"
+	lengthRatioParam       = "length_ratio"
 )
 
 // The request stages a rule's mechanism can lengthen (Rule.lengthens), as vLLM's spans time them.
@@ -31,11 +32,13 @@ const (
 // Ranks, the headline's (Rule.rank) and each stage's (Rule.lengthens), step by 10: a rule added
 // between two takes a number between theirs, so that no other rule is renumbered and rules added
 // side by side do not touch each other's values. The headline ranks put first what most likely
-// bounds an instance: running out of KV memory (preemptions slow every stage), then more load
-// than capacity, the scheduler's budget, cache and drafter efficiency, the shape of prefills,
-// the unexplained symptoms, and last the clients' timeouts, a consequence of whatever else is
-// wrong. A stage's ranks put first the causes that lengthen it directly.
+// bounds an instance: an engine that makes no progress at all, running out of KV memory
+// (preemptions slow every stage), then more load than capacity, the scheduler's budget, cache and
+// drafter efficiency, the shape of prefills, the unexplained symptoms, answers cut at their
+// length limit (which bounds no throughput), and last the clients' timeouts, a consequence of
+// whatever else is wrong. A stage's ranks put first the causes that lengthen it directly.
 var matrix = []Rule{
+	engineStalled,
 	prefillBlocking,
 	tokenBudgetStarved,
 	prefixCacheMiss,
@@ -43,8 +46,10 @@ var matrix = []Rule{
 	kvCacheSaturated,
 	preemptionsFreeCache,
 	queueWithFreeCache,
+	queueDeferred,
 	pastTheKnee,
 	clientTimeouts,
+	outputsTruncated,
 	prefillBound,
 	decodeBound,
 }

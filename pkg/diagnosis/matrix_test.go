@@ -20,6 +20,17 @@ func TestRuleThresholdEdges(t *testing.T) {
 	}{
 		{"healthy server", KVCacheSaturated, m{}, nil, ""},
 
+		{"requests held with no step and no token", EngineStalled, stalled(nil), nil, Critical},
+		{"a queue alone, nothing running, no step", EngineStalled, stalled(m{series.Running: x(0)}), nil, Critical},
+		{"an idle instance takes no step", EngineStalled, stalled(m{series.Running: x(0), series.Waiting: x(0)}), nil, ""},
+		{"steps advancing without a token (prefills) are progress", EngineStalled, stalled(m{series.EngineStepRate: x(0.5)}), nil, ""},
+		{"tokens generated are progress", EngineStalled, stalled(m{series.GenerationTPS: x(0.1)}), nil, ""},
+		{"a step counter without a sample leaves the step unknown", EngineStalled, stalled(m{series.EngineStepRate: nan()}), nil, ""},
+		{"a scrape gap: no rate and no gauge", EngineStalled,
+			m{series.Running: nan(), series.Waiting: nan(), series.GenerationTPS: nan(), series.EngineStepRate: nan()}, nil, ""},
+		{"a restart's window: gauges scraped, rates not yet", EngineStalled,
+			stalled(m{series.GenerationTPS: nan(), series.EngineStepRate: nan()}), nil, ""},
+
 		{"kv usage above 0.85 with preemptions", KVCacheSaturated, m{series.KVUsage: x(0.86), series.PreemptionRate: x(1)}, nil, Critical},
 		{"kv usage at 0.85 is not above it", KVCacheSaturated, m{series.KVUsage: x(0.85), series.PreemptionRate: x(1)}, nil, ""},
 		{"kv usage below 0.85", KVCacheSaturated, m{series.KVUsage: x(0.84), series.PreemptionRate: x(1)}, nil, ""},
@@ -46,6 +57,18 @@ func TestRuleThresholdEdges(t *testing.T) {
 			m{series.Running: x(8), series.Waiting: x(3), series.WaitingCapacity: x(0), series.KVUsage: x(0.4)}, nil, ""},
 		{"idle server has no queue", QueueWithFreeCache, m{series.Running: x(0), series.Waiting: x(0), series.KVUsage: x(0)}, nil, ""},
 
+		{"deferred above 20% with free cache", QueueDeferred,
+			m{series.Running: x(8), series.Waiting: x(4), series.WaitingDeferred: x(3), series.WaitingCapacity: x(1), series.KVUsage: x(0.4)}, nil, Warning},
+		{"deferred at 20% is not above it", QueueDeferred,
+			m{series.Running: x(8), series.Waiting: x(2), series.WaitingDeferred: x(2), series.WaitingCapacity: x(0), series.KVUsage: x(0.4)}, nil, ""},
+		{"deferred with kv usage at 0.85", QueueDeferred,
+			m{series.Running: x(8), series.Waiting: x(4), series.WaitingDeferred: x(3), series.WaitingCapacity: x(1), series.KVUsage: x(0.85)}, nil, ""},
+		{"a queue waiting for capacity is not deferred", QueueDeferred,
+			m{series.Running: x(8), series.Waiting: x(4), series.WaitingDeferred: x(0), series.WaitingCapacity: x(4), series.KVUsage: x(0.4)}, nil, ""},
+		{"a vLLM that reports no reason defers nothing", QueueDeferred, m{series.Running: x(8), series.Waiting: x(4), series.KVUsage: x(0.4)}, nil, ""},
+		{"idle server defers nothing", QueueDeferred,
+			m{series.Running: x(0), series.Waiting: x(0), series.WaitingDeferred: x(0), series.KVUsage: x(0)}, nil, ""},
+
 		{"queue with kv usage at 0.85 is past the knee", PastTheKnee, m{series.Running: x(8), series.Waiting: x(3), series.KVUsage: x(0.85)}, nil, Critical},
 		{"queue with kv usage just below 0.85", PastTheKnee, m{series.Running: x(8), series.Waiting: x(3), series.KVUsage: x(0.84)}, nil, ""},
 		{"full cache with the queue at 20%", PastTheKnee, m{series.Running: x(8), series.Waiting: x(2), series.KVUsage: x(0.95)}, nil, ""},
@@ -53,6 +76,12 @@ func TestRuleThresholdEdges(t *testing.T) {
 		{"aborts above 5%", ClientTimeouts, m{series.AbortRatio: x(0.06)}, nil, Critical},
 		{"aborts at 5% are not above it", ClientTimeouts, m{series.AbortRatio: x(0.05)}, nil, ""},
 		{"aborts below 5%", ClientTimeouts, m{series.AbortRatio: x(0.04)}, nil, ""},
+
+		{"length share above 0.2 and its baseline", OutputsTruncated, m{series.LengthRatio: x(0.21)}, nil, Warning},
+		{"length share at 0.2 is not above it", OutputsTruncated, m{series.LengthRatio: x(0.2)}, nil, ""},
+		{"no finished request: no share", OutputsTruncated, m{series.LengthRatio: nan()}, nil, ""},
+		{"length share override lowers the bar", OutputsTruncated, m{series.LengthRatio: x(0.1)},
+			Thresholds{OutputsTruncated: {"length_ratio": 0.05}}, Warning},
 
 		{"acceptance just below 0.6 is a warning", SpecDecodeInefficient, m{series.SpecAcceptanceRate: x(0.59)}, nil, Warning},
 		{"acceptance at 0.6 is fine", SpecDecodeInefficient, m{series.SpecAcceptanceRate: x(0.6)}, nil, ""},
@@ -107,6 +136,22 @@ func TestRuleThresholdEdges(t *testing.T) {
 	}
 }
 
+// stalled is engine_stalled's condition: requests running and waiting, no engine step and no
+// generated token over the window, with changes.
+func stalled(change map[series.Signal]sample) map[series.Signal]sample {
+	m := map[series.Signal]sample{
+		series.Running:        x(8),
+		series.Waiting:        x(12),
+		series.GenerationTPS:  x(0),
+		series.EngineStepRate: x(0),
+		series.RequestRate:    x(0),
+	}
+	for k, v := range change {
+		m[k] = v
+	}
+	return m
+}
+
 // starved is token_budget_starved's condition exactly at its thresholds (TTFT bounds 1.5× the
 // baseline's upper bounds 0.25 and 0.5 s, prefill 1.5× 0.5 s), with changes.
 func starved(change map[series.Signal]sample) map[series.Signal]sample {
@@ -125,9 +170,9 @@ func starved(change map[series.Signal]sample) map[series.Signal]sample {
 // The rules of README's matrix table are in the matrix, each with its `for`.
 func TestMatrixHasEveryRowOfTheReadme(t *testing.T) {
 	want := map[string]string{
-		PrefillBlocking: "5m", TokenBudgetStarved: "5m", PrefixCacheMiss: "5m", SpecDecodeInefficient: "5m",
-		KVCacheSaturated: "3m", PreemptionsFreeCache: "5m", QueueWithFreeCache: "5m", PastTheKnee: "5m",
-		ClientTimeouts: "5m", PrefillBound: "5m", DecodeBound: "5m",
+		EngineStalled: "1m30s", PrefillBlocking: "5m", TokenBudgetStarved: "5m", PrefixCacheMiss: "5m", SpecDecodeInefficient: "5m",
+		KVCacheSaturated: "3m", PreemptionsFreeCache: "5m", QueueWithFreeCache: "5m", QueueDeferred: "5m", PastTheKnee: "5m",
+		ClientTimeouts: "5m", OutputsTruncated: "5m", PrefillBound: "5m", DecodeBound: "5m",
 	}
 	for id, forDur := range want {
 		rules, err := Rules([]string{id}, nil)

@@ -6,10 +6,11 @@ import (
 	"github.com/seed/vllm-datasource/pkg/series"
 )
 
-// The clients' rule: requests given up on before they finished. Its id is persisted in
-// dashboards, alert rules and settings.
+// The clients' rules: requests given up on before they finished, and answers cut short by the
+// limits the requests set. Their ids are persisted in dashboards, alert rules and settings.
 const (
-	ClientTimeouts = "client_timeouts"
+	ClientTimeouts   = "client_timeouts"
+	OutputsTruncated = "outputs_truncated"
 )
 
 var clientTimeouts = Rule{
@@ -35,7 +36,43 @@ var clientTimeouts = Rule{
 		return fmt.Sprintf("%s of requests aborted", percent(e.optional(series.AbortRatio, i)))
 	},
 	recommend: noValue("the cause is another finding of the instance, whose recommendation applies"),
-	rank:      110,
-	standsAlone: "aborted requests are the clients' verdict on whatever else is wrong: the finding stays primary beside " +
-		"that cause, which outranks it for the headline",
+	// Aborted requests are the clients' verdict on whatever else is wrong: beside a cause that
+	// leaves requests served slowly the finding stays primary, outranked for the headline; only a
+	// stalled engine, which serves them not at all, explains it (engine_stalled's link).
+	rank: 110,
+}
+
+var outputsTruncated = Rule{
+	ID:      OutputsTruncated,
+	Title:   "Outputs truncated",
+	Symptom: "a share of answers stopped at their length limit: fast but cut short",
+	condition: "requests finished by length / finished requests > {length_ratio} " +
+		"and ≥ {baseline_factor}× its baseline",
+	Severity: Warning,
+	Cause:    "answers reach the requests' max_tokens or the context limit (--max-model-len)",
+	Action:   "raise the clients' max_tokens, or --max-model-len when prompts fill the context",
+	Evidence: []series.Signal{series.LengthRatio, series.OutputLengthMean, series.OutputLengthP95, series.MaxTokensMean, series.RequestRate},
+	Params: []Param{
+		param(lengthRatioParam, 0.2, "fraction", Fraction, "requests finished by length over all finished requests above this"),
+		param(baselineFactorParam, 1.5, "ratio", Factor, "the length share over its baseline, at or above this"),
+		forParam(5),
+	},
+	Required:  []series.Signal{series.LengthRatio},
+	Baselines: []series.Signal{series.LengthRatio},
+	eval: func(e *env, i int) outcome {
+		j := newJudge()
+		v := e.value(&j, series.LengthRatio, i)
+		j.above(v, e.p(lengthRatioParam))
+		j.atLeast(v, e.p(baselineFactorParam)*e.baseValue(&j, series.LengthRatio, i))
+		return j.outcome(Warning)
+	},
+	summary: func(e *env, i int) string {
+		return fmt.Sprintf("%s of requests finished by length (baseline %s), output mean %s tokens against max_tokens mean %s",
+			percent(e.optional(series.LengthRatio, i)), percent(e.baseline(series.LengthRatio, false).value[e.baseStep(i)]),
+			num(e.optional(series.OutputLengthMean, i)), num(e.optional(series.MaxTokensMean, i)))
+	},
+	recommend: noValue("max_tokens is each client's own limit: the evidence sets the output lengths against it, and the client decides"),
+	rank:      105,
+	standsAlone: "answers cut at a limit the requests set come from no other rule's mechanism and cause none of their " +
+		"symptoms (shorter answers lighten the load)",
 }

@@ -8,10 +8,12 @@ import (
 )
 
 // The queue rules: requests waiting with the KV cache free (the scheduler's limits), or full (more
-// traffic than capacity). Their ids are persisted in dashboards, alert rules and settings.
+// traffic than capacity), or deferred by a transient constraint. Their ids are persisted in
+// dashboards, alert rules and settings.
 const (
 	QueueWithFreeCache = "queue_with_free_cache"
 	PastTheKnee        = "past_the_knee"
+	QueueDeferred      = "queue_deferred"
 )
 
 var queueWithFreeCache = Rule{
@@ -39,6 +41,10 @@ var queueWithFreeCache = Rule{
 	},
 	recommend: budgetAdvice,
 	rank:      40,
+	// Requests that wait get their first token late while those admitted at once do not: TTFT's
+	// p99 drifts above twice its p50 by the queue alone. (On a vLLM that does not say why
+	// requests wait, a deferred queue reads as this rule's, with that spread.)
+	explains:  []string{PrefillBlocking},
 	lengthens: map[string]int{StageQueue: 30},
 }
 
@@ -70,6 +76,56 @@ var pastTheKnee = Rule{
 	rank: 30,
 	// A batch as wide as the cache holds decodes each token slower.
 	lengthens: map[string]int{StageQueue: 20, StageDecode: 40},
+}
+
+var queueDeferred = Rule{
+	ID:      QueueDeferred,
+	Title:   "Queue deferred",
+	Symptom: "requests wait deferred (LoRA slots, KV transfers) although the KV cache has room",
+	condition: "deferred waiting / (running + waiting) > {deferred_ratio} and KV usage < {kv_usage} " +
+		"(where vLLM reports why requests wait)",
+	Severity: Warning,
+	Cause: "waiting requests are held back by a transient constraint, not by capacity: their LoRA adapter finds no slot, " +
+		"or their KV cache is still being transferred (disaggregated prefill, a KV connector)",
+	Action: "raise --max-loras when LoRA adapters are served (vllm:lora_requests_info); in disaggregated serving, " +
+		"check the KV connector (--kv-transfer-config) and the prefill instances",
+	Evidence: []series.Signal{series.WaitingDeferred, series.WaitingCapacity, series.Waiting, series.Running, series.KVUsage},
+	Params: []Param{
+		param("deferred_ratio", 0.2, "fraction", Fraction, "share of requests waiting deferred, of running plus waiting, above this"),
+		param(kvUsageParam, 0.85, "fraction", Fraction, "KV usage below this"),
+		forParam(5),
+	},
+	Required: []series.Signal{series.Running, series.Waiting, series.WaitingDeferred, series.KVUsage},
+	eval: func(e *env, i int) outcome {
+		j := newJudge()
+		j.above(deferredShare(e, &j, i), e.p("deferred_ratio"))
+		j.below(e.value(&j, series.KVUsage, i), e.p(kvUsageParam))
+		return j.outcome(Warning)
+	},
+	summary: func(e *env, i int) string {
+		j := newJudge()
+		return fmt.Sprintf("%s deferred of %s, KV usage %s", percent(deferredShare(e, &j, i)),
+			num(e.optional(series.Running, i)+e.optional(series.Waiting, i)), num(e.optional(series.KVUsage, i)))
+	},
+	recommend: noValue("which constraint defers the requests (LoRA slots, KV transfers) is not in the metrics, so neither is the value to set"),
+	rank:      45,
+	// A deferred request's first token waits for its LoRA slot or its KV transfer while the
+	// others' do not: TTFT's p99 drifts far above its p50 without any long prefill. (Where vLLM
+	// reports the reason, queue_with_free_cache counts only capacity waits, so the two never
+	// claim the same waiting requests.)
+	explains:  []string{PrefillBlocking},
+	lengthens: map[string]int{StageQueue: 35},
+}
+
+// deferredShare is deferred waiting / (running + waiting); an idle server has none: 0.
+func deferredShare(e *env, j *judge, i int) float64 {
+	r := e.value(j, series.Running, i)
+	w := e.value(j, series.Waiting, i)
+	d := e.value(j, series.WaitingDeferred, i)
+	if r+w == 0 {
+		return 0
+	}
+	return d / (r + w)
 }
 
 // What the queue rules share: the share waiting, and the signals it needs with KV usage.

@@ -93,9 +93,8 @@ func TestAnIncompleteRuleFails(t *testing.T) {
 	}
 	// A rule in no link must say why it stands alone.
 	alone := clientTimeouts
-	alone.standsAlone = ""
-	if miss := strings.Join(incomplete(alone, withRule(alone)), "; "); !strings.Contains(miss, "stands alone") {
-		t.Errorf("client_timeouts without its reason lacks %q", miss)
+	if miss := strings.Join(incomplete(alone, []Rule{alone}), "; "); !strings.Contains(miss, "stands alone") {
+		t.Errorf("client_timeouts with no link and no reason lacks %q", miss)
 	}
 }
 

@@ -134,6 +134,7 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("recommendations match the scenarios' configuration", func(t *testing.T) { testRecommendationsMatchTheScenarios(t, b) })
 	t.Run("no advice contradicts its finding", func(t *testing.T) { testNoAdviceContradictsItsFinding(t, b) })
 	t.Run("thinned buckets interpolate p99/p50 far above 2", func(t *testing.T) { testThinnedBucketsInterpolateHigh(t, b) })
+	t.Run("a stalled engine heads its instance within 3 minutes", func(t *testing.T) { testStallHeadlinesWithinThreeMinutes(t, b) })
 }
 
 // testDiagnosisMatchesTruth is issue 4's acceptance: on every scenario the diagnosis finds the
@@ -268,6 +269,32 @@ func testAlertSeries(t *testing.T, b *bed) {
 				fired = fired || firesAsGrafanaKeeps(fr, keepFiring[tr.Rule])
 			}
 			assert.True(t, fired, "alert series of %s on %s should end at 1 inside the fault", tr.Rule, tr.Instance)
+		})
+	}
+}
+
+// testStallHeadlinesWithinThreeMinutes is issue 27's acceptance for the stall: a dashboard whose
+// range ends 3 minutes after the injected stall began shows engine_stalled as the faulty
+// instance's headline, in both metric generations.
+func testStallHeadlinesWithinThreeMinutes(t *testing.T, b *bed) {
+	sc, err := sim.Lookup(diagnosis.EngineStalled)
+	require.NoError(t, err)
+	stall := runStart.Add(time.Duration(sc.Instances[1].Faults[0].From * float64(runFor)))
+	for _, gen := range []vllm.Generation{vllm.GenerationV1, vllm.GenerationV0} {
+		t.Run(string(gen), func(t *testing.T) {
+			run := b.runs[jobOf(diagnosis.EngineStalled, gen)]
+			tp, pc := pluginFor(t, b.prom.URL, map[string]any{"labelMatchers": fmt.Sprintf(`{job=%q}`, run.job)})
+			resp := ask(t, tp, pc, query("A", map[string]any{"queryType": "diagnosis", "headlineOnly": true}, runStart, stall.Add(3*time.Minute), scrape))
+			r := resp.Responses["A"]
+			require.NoError(t, r.Error)
+			require.Len(t, r.Frames, 1)
+			var heads []string
+			for _, f := range findingsOf(t, r.Frames[0]) {
+				if f.instance == sim.FaultyInstance {
+					heads = append(heads, f.rule)
+				}
+			}
+			assert.Equal(t, []string{diagnosis.EngineStalled}, heads, "the headline of %s 3 minutes after the stall began at %s", sim.FaultyInstance, stall.Format("15:04:05"))
 		})
 	}
 }

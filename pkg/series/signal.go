@@ -34,6 +34,7 @@ const (
 	Waiting         Signal = "waiting"
 	WaitingRatio    Signal = "waiting_ratio"
 	WaitingCapacity Signal = "waiting_capacity"
+	WaitingDeferred Signal = "waiting_deferred"
 	RequestRate     Signal = "request_rate"
 	AbortRatio      Signal = "abort_ratio"
 	PromptTPS       Signal = "prompt_tps"
@@ -44,8 +45,15 @@ const (
 	// PromptLengthMean and OutputLengthMean are mean tokens per request over the window.
 	PromptLengthMean Signal = "prompt_length_mean"
 	OutputLengthMean Signal = "output_length_mean"
-	// PromptLengthP95 is the 95th percentile of prompt tokens per request, with its bucket.
+	// PromptLengthP95 is the 95th percentile of prompt tokens per request, with its bucket;
+	// OutputLengthP95 the same of output tokens.
 	PromptLengthP95 Signal = "prompt_length_p95"
+	OutputLengthP95 Signal = "output_length_p95"
+	// MaxTokensMean is the requests' mean max_tokens parameter over the window.
+	MaxTokensMean Signal = "max_tokens_mean"
+	// LengthRatio is the share of finished requests that stopped at max_tokens or the context
+	// limit (finished_reason "length").
+	LengthRatio Signal = "length_ratio"
 	// SpecDraftLength is draft tokens proposed per draft: the speculative k in use.
 	SpecDraftLength Signal = "spec_draft_length"
 	// EngineStepRate is engine steps per second (observations of the tokens-per-step histogram).

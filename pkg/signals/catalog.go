@@ -203,6 +203,11 @@ var Catalog = []Def{
 		alts: []alt{{needs: []string{vllm.RequestsWaitingByReason}, expr: func(b builder) string {
 			return fmt.Sprintf("sum by (%s) (%s)", b.by(), b.sel(vllm.RequestsWaitingByReason, is(vllm.LabelReason, "capacity")))
 		}}}},
+	{Name: series.WaitingDeferred, Label: "Waiting, deferred", Unit: "short", Group: groupScheduler,
+		Description: "Waiting requests held back by a transient constraint: the LoRA budget (--max-loras), an asynchronous KV transfer, a blocked request (vLLM 0.20+).",
+		alts: []alt{{needs: []string{vllm.RequestsWaitingByReason}, expr: func(b builder) string {
+			return fmt.Sprintf("sum by (%s) (%s)", b.by(), b.sel(vllm.RequestsWaitingByReason, is(vllm.LabelReason, "deferred")))
+		}}}},
 	{Name: series.SpecAcceptanceRate, Label: "Draft acceptance rate", Unit: "percentunit", Group: groupSpec, LowerIsWorse: true,
 		Description: "Accepted draft tokens over proposed draft tokens (only with speculative decoding on). " +
 			"A vLLM V0 server without the token counters has only its gauge vllm:spec_decode_draft_acceptance_rate, " +
@@ -222,6 +227,12 @@ var Catalog = []Def{
 			return fmt.Sprintf("(%s or %s) / %s", b.sumRate(vllm.RequestSuccess, is(vllm.LabelFinishedReason, "abort")),
 				fmt.Sprintf("0 * %s", b.sumRate(vllm.RequestSuccess)), b.sumRate(vllm.RequestSuccess))
 		}}}},
+	{Name: series.LengthRatio, Label: "Truncated share", Unit: "percentunit", Group: groupThroughput,
+		Description: "Requests that stopped at max_tokens or the context limit (finished_reason length) over all finished requests: outputs cut short.",
+		alts: []alt{{needs: []string{vllm.RequestSuccess}, expr: func(b builder) string {
+			return fmt.Sprintf("(%s or %s) / %s", b.sumRate(vllm.RequestSuccess, is(vllm.LabelFinishedReason, "length")),
+				fmt.Sprintf("0 * %s", b.sumRate(vllm.RequestSuccess)), b.sumRate(vllm.RequestSuccess))
+		}}}},
 	{Name: series.PromptTPS, Label: "Prompt tokens/s", Unit: "short", Group: groupThroughput, Description: "Prefill tokens processed per second.", alts: []alt{rateOf(vllm.PromptTokens)}},
 	{Name: series.GenerationTPS, Label: "Generated tokens/s", Unit: "short", Group: groupThroughput, Description: "Output tokens per second.", alts: []alt{rateOf(vllm.GenerationTokens)}},
 	{Name: series.RequestCount, Label: "Requests in window", Unit: "short", Group: groupThroughput,
@@ -233,6 +244,8 @@ var Catalog = []Def{
 	mean(series.OutputLengthMean, "Output length (mean)", "short", groupThroughput, "Mean output tokens per request.", vllm.RequestGenerationTokens),
 	// The three below feed the diagnosis's recommendations (the value to set).
 	tokenQuantile(series.PromptLengthP95, "Prompt length p95", 0.95, "95th percentile of prompt tokens per request (1-2-5 buckets: coarse).", vllm.RequestPromptTokens),
+	tokenQuantile(series.OutputLengthP95, "Output length p95", 0.95, "95th percentile of output tokens per request (1-2-5 buckets: coarse).", vllm.RequestGenerationTokens),
+	mean(series.MaxTokensMean, "max_tokens (mean)", "short", groupThroughput, "Mean max_tokens parameter of the finished requests (vLLM 0.10+).", vllm.RequestParamsMaxTokens),
 	{Name: series.SpecDraftLength, Label: "Draft length", Unit: "none", Group: groupSpec,
 		Description: "Draft tokens proposed per draft: the number of speculative tokens in use (only with speculative decoding on).",
 		alts: []alt{{needs: []string{vllm.SpecDraftTokens, vllm.SpecDrafts}, expr: func(b builder) string {

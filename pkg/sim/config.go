@@ -54,7 +54,10 @@ type EngineConfig struct {
 	// SpecTokens is the number of draft tokens per step (0: no speculative decoding);
 	// SpecAcceptance is the probability that each draft token is accepted given that the ones
 	// before it were.
-	SpecTokens     int       `json:"specTokens,omitempty"`
+	SpecTokens int `json:"specTokens,omitempty"`
+	// MaxLoras is --max-loras: how many LoRA adapters can run in one batch (requests of another
+	// adapter are deferred until one of them has no running request).
+	MaxLoras       int       `json:"maxLoras,omitempty"`
 	SpecAcceptance float64   `json:"specAcceptance,omitempty"`
 	Cost           CostModel `json:"cost"`
 }
@@ -88,6 +91,9 @@ type Load struct {
 	MaxTokens    int     `json:"maxTokens"`
 	Temperature  float64 `json:"temperature,omitempty"`
 	TopP         float64 `json:"topP,omitempty"`
+	// LoRAFraction of requests ask for one of Adapters LoRA adapters, picked uniformly.
+	LoRAFraction float64 `json:"loraFraction,omitempty"`
+	Adapters     int     `json:"adapters,omitempty"`
 	// ClientTimeout in seconds aborts a request the client gave up on (0: clients wait).
 	ClientTimeout float64 `json:"clientTimeout,omitempty"`
 }
@@ -106,7 +112,9 @@ type Dist struct {
 // instead restarts the server at From: counters reset, in-flight requests are lost, and the
 // server is down for Downtime seconds. Redeploy applies an engine change as an operator does
 // with vLLM's flags, which it reads only at start: the server restarts into the fault's
-// configuration at From and back into its own at To, down for Downtime seconds each time.
+// configuration at From and back into its own at To, down for Downtime seconds each time. Stall
+// wedges the engine at From: it takes no step while requests keep arriving and the server keeps
+// being scraped, until the operator restarts it at To (down for Downtime seconds).
 type Fault struct {
 	Rule     string        `json:"rule"`
 	From     float64       `json:"from"`
@@ -115,6 +123,7 @@ type Fault struct {
 	Load     *Load         `json:"load,omitempty"`
 	Restart  bool          `json:"restart,omitempty"`
 	Redeploy bool          `json:"redeploy,omitempty"`
+	Stall    bool          `json:"stall,omitempty"`
 	Downtime float64       `json:"downtime,omitempty"`
 }
 
@@ -185,6 +194,9 @@ func (s Scenario) Validate() error {
 			if f.Restart && f.Redeploy {
 				add("%s: a fault is either a restart or a redeploy of new flags, not both", fw)
 			}
+			if f.Stall && (f.Restart || f.Redeploy) {
+				add("%s: a stall ends in a restart of its own: it is neither a restart nor a redeploy", fw)
+			}
 			if (f.Restart || f.Redeploy) && f.Downtime < 0 {
 				add("%s: downtime must not be negative", fw)
 			}
@@ -228,6 +240,9 @@ func (c EngineConfig) validate(where string) []error {
 	}
 	if !(c.GPUMemoryUtilization > 0 && c.GPUMemoryUtilization <= 1) {
 		add("gpuMemoryUtilization must be in (0, 1], got %v", c.GPUMemoryUtilization)
+	}
+	if c.MaxLoras < 0 {
+		add("maxLoras must not be negative, got %d", c.MaxLoras)
 	}
 	if c.SpecTokens < 0 || c.SpecTokens > 16 {
 		add("specTokens must be in [0, 16], got %d", c.SpecTokens)
@@ -276,6 +291,9 @@ func (l Load) validate(where string) []error {
 	}
 	if l.Temperature < 0 || l.TopP < 0 || l.TopP > 1 {
 		add("temperature must be non-negative and topP in [0, 1], got %v and %v", l.Temperature, l.TopP)
+	}
+	if !(l.LoRAFraction >= 0 && l.LoRAFraction <= 1) || l.Adapters < 0 || (l.LoRAFraction > 0 && l.Adapters < 1) {
+		add("loraFraction must be in [0, 1] with adapters at least 1 when it is set, got %v and %d", l.LoRAFraction, l.Adapters)
 	}
 	if l.ClientTimeout < 0 {
 		add("clientTimeout must not be negative, got %v", l.ClientTimeout)

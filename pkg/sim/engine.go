@@ -12,6 +12,8 @@ type request struct {
 	deadline  float64 // client gives up then; 0: never
 	prefixID  int     // 0: the prefix is not shared with any other request
 	prefixLen int
+	adapter   int  // the LoRA adapter it asks for; 0: the base model
+	deferred  bool // the last plan skipped it: its adapter found no LoRA slot
 	prompt    int
 	target    int // output tokens the request will produce
 	maxTokens int
@@ -202,10 +204,38 @@ func (e *engine) preempt(r *request, now float64) {
 	e.out.preempted(r)
 }
 
+// loraFits reports whether r's adapter can run now: the base model always can, an adapter that
+// is already running can, and another one only while fewer than MaxLoras adapters run.
+func (e *engine) loraFits(r *request) bool {
+	if r.adapter == 0 {
+		return true
+	}
+	active := map[int]bool{}
+	for _, o := range e.running {
+		if o.adapter != 0 {
+			active[o.adapter] = true
+		}
+	}
+	return active[r.adapter] || len(active) < e.cfg.MaxLoras
+}
+
+// deferredCount is how many waiting requests the last plan skipped for want of a LoRA slot:
+// vllm:num_requests_waiting_by_reason{reason="deferred"}.
+func (e *engine) deferredCount() int {
+	n := 0
+	for _, r := range e.waiting {
+		if r.deferred {
+			n++
+		}
+	}
+	return n
+}
+
 // plan schedules one step at now, as vLLM V1's scheduler does: running requests first, in
 // order, preempting from the tail when blocks run out; then waiting requests in order while the
-// token budget, max_num_seqs and the pool allow, and only if nothing was preempted. It
-// returns the step's duration, 0 when nothing could be scheduled.
+// token budget, max_num_seqs and the pool allow, and only if nothing was preempted. A waiting
+// request whose LoRA adapter finds no slot is deferred: skipped, and the next one considered.
+// It returns the step's duration, 0 when nothing could be scheduled.
 func (e *engine) plan(now float64) float64 {
 	e.sched = e.sched[:0]
 	e.preemptions = 0
@@ -241,8 +271,12 @@ func (e *engine) plan(now float64) float64 {
 		e.sched = append(e.sched, s)
 		budget -= s.n
 	}
-	for e.preemptions == 0 && len(e.waiting) > 0 && len(e.running) < e.cfg.MaxNumSeqs && budget > 0 {
-		r := e.waiting[0]
+	for next := 0; e.preemptions == 0 && next < len(e.waiting) && len(e.running) < e.cfg.MaxNumSeqs && budget > 0; {
+		r := e.waiting[next]
+		if r.deferred = !e.loraFits(r); r.deferred {
+			next++
+			continue
+		}
 		hit := e.claimPrefix(r)
 		computed := hit * bs
 		need := r.prompt + r.output - computed
@@ -264,7 +298,7 @@ func (e *engine) plan(now float64) float64 {
 		if !r.scheduled {
 			r.scheduled, r.firstSched, r.cached = true, now, computed
 		}
-		e.waiting = e.waiting[1:]
+		e.waiting = append(e.waiting[:next], e.waiting[next+1:]...)
 		e.running = append(e.running, r)
 		e.sched = append(e.sched, scheduled{r: r, n: n})
 		budget -= n

@@ -5,6 +5,7 @@ package sim
 // from FaultFrom to FaultTo, and the simulator reads its ground truth from the engine's own
 // state. A restart is a fault of no rule.
 const (
+	RuleEngineStalled         = "engine_stalled"
 	RulePrefillBlocking       = "prefill_blocking"
 	RuleTokenBudgetStarved    = "token_budget_starved"
 	RulePrefixCacheMiss       = "prefix_cache_miss"
@@ -12,8 +13,10 @@ const (
 	RuleKVCacheSaturated      = "kv_cache_saturated"
 	RulePreemptionsFreeCache  = "preemptions_free_cache"
 	RuleQueueWithFreeCache    = "queue_with_free_cache"
+	RuleQueueDeferred         = "queue_deferred"
 	RulePastTheKnee           = "past_the_knee"
 	RuleClientTimeouts        = "client_timeouts"
+	RuleOutputsTruncated      = "outputs_truncated"
 	RulePrefillBound          = "prefill_bound"
 	RuleDecodeBound           = "decode_bound"
 	faultRestart              = "restart"
@@ -25,6 +28,9 @@ type faultScenario struct {
 	// mechanism says, from engine state over a minute (and the instance's state before the
 	// fault as the baseline), whether the fault's cause is at work: the ground truth.
 	mechanism func(a, base window) bool
+	// v0Rule, when set, is the rule a V0 server's metrics show the fault as, with that rule's
+	// mechanism as the ground truth: V0 did not report why requests wait.
+	v0Rule string
 	// alsoTrips are the rules whose conditions the fault trips on its instance by its nature
 	// while it lasts (a saturated cache also queues requests), besides the latency symptoms that
 	// the diagnosis reports as secondary.
@@ -33,6 +39,25 @@ type faultScenario struct {
 
 // faults are the rules' scenarios, by rule id.
 var faults = map[string]faultScenario{
+	RuleEngineStalled: {
+		build: func() Scenario {
+			sc := faulty(RuleEngineStalled,
+				"the engine wedges (a hung collective): it takes no step while its API server keeps answering and /metrics keeps being "+
+					"scraped, so the running requests hang and arrivals pile up in the queue with counters flat; the operator restarts it "+
+					"at the fault's end, losing the queue",
+				nil,
+				func(EngineConfig, Load) (*EngineConfig, *Load) { return nil, nil })
+			f := &sc.Instances[1].Faults[0]
+			f.Stall, f.Downtime = true, redeployDowntime
+			return sc
+		},
+		// Requests were in the engine and it committed no step for the whole minute.
+		mechanism: func(a, _ window) bool {
+			return a.steps == 0 && a.running+a.waiting > 0
+		},
+		// The arrivals queue behind the wedged engine with its KV cache as it stopped, mostly free.
+		alsoTrips: []string{RuleQueueWithFreeCache},
+	},
 	RulePrefillBlocking: {
 		build: func() Scenario {
 			return faulty(RulePrefillBlocking,
@@ -175,6 +200,29 @@ var faults = map[string]faultScenario{
 			return waitRatio(a) > 0.2 && a.usage/a.span < 0.7
 		},
 	},
+	RuleQueueDeferred: {
+		build: func() Scenario {
+			return faulty(RuleQueueDeferred,
+				"an instance serving LoRA adapters with --max-loras 2: 30% of requests ask for one of two adapters, which always fit; "+
+					"a new tenant brings six more adapters, and 60% of requests ask for one of eight, so those whose adapter finds "+
+					"no slot are deferred until a running adapter has no request left, while the KV cache stays mostly free",
+				func(in *Instance) {
+					in.Engine.MaxLoras = 2
+					in.Load.LoRAFraction, in.Load.Adapters = 0.3, 2
+				},
+				func(_ EngineConfig, l Load) (*EngineConfig, *Load) {
+					l.LoRAFraction, l.Adapters = 0.6, 8
+					return nil, &l
+				})
+		},
+		// More than a fifth of the requests waited deferred while the cache stayed mostly free.
+		mechanism: func(a, _ window) bool {
+			return a.running+a.waiting > 0 && a.deferred/(a.running+a.waiting) > 0.2 && a.usage/a.span < 0.85
+		},
+		v0Rule: RuleQueueWithFreeCache,
+		// Deferred requests' first tokens come late while the others' do not: TTFT p99/p50 > 2.
+		alsoTrips: []string{RulePrefillBlocking},
+	},
 	RulePastTheKnee: {
 		build: func() Scenario {
 			return faulty(RulePastTheKnee,
@@ -208,6 +256,24 @@ var faults = map[string]faultScenario{
 		// Clients gave up on more than 5% of the requests.
 		mechanism: func(a, _ window) bool {
 			return a.finished > 0 && float64(a.aborted)/float64(a.finished) > 0.05
+		},
+	},
+	RuleOutputsTruncated: {
+		build: func() Scenario {
+			return faulty(RuleOutputsTruncated,
+				"a client release sends max_tokens 128 while answers want ~150 tokens: about half of them stop at the limit, "+
+					"fast and cut short",
+				nil,
+				func(_ EngineConfig, l Load) (*EngineConfig, *Load) {
+					l.MaxTokens = 128
+					return nil, &l
+				})
+		},
+		// More than a fifth of the finished requests stopped at their length limit, at least 1.5×
+		// the share before the fault.
+		mechanism: func(a, base window) bool {
+			share := mean(float64(a.truncated), a.finished)
+			return share > 0.2 && share >= 1.5*mean(float64(base.truncated), base.finished)
 		},
 	},
 	RulePrefillBound: {

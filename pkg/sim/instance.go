@@ -14,6 +14,7 @@ import (
 type window struct {
 	span                        float64 // seconds of the window the server was up
 	usage, running, waiting     float64 // time integrals
+	deferred                    float64 // time integral of the waiting requests deferred
 	preemptions, exhausted      int
 	finished, aborted           int
 	firstTokens, promptTokens   int
@@ -23,6 +24,8 @@ type window struct {
 	itl                         float64
 	itlCount                    int
 	blocking                    int
+	steps                       int // engine steps committed
+	truncated                   int // requests finished by length
 	prefixCaching, specDecoding bool
 }
 
@@ -31,6 +34,7 @@ func (w *window) add(o window) {
 	w.usage += o.usage
 	w.running += o.running
 	w.waiting += o.waiting
+	w.deferred += o.deferred
 	w.preemptions += o.preemptions
 	w.exhausted += o.exhausted
 	w.finished += o.finished
@@ -47,6 +51,8 @@ func (w *window) add(o window) {
 	w.itl += o.itl
 	w.itlCount += o.itlCount
 	w.blocking += o.blocking
+	w.steps += o.steps
+	w.truncated += o.truncated
 	w.prefixCaching = w.prefixCaching || o.prefixCaching
 	w.specDecoding = w.specDecoding || o.specDecoding
 }
@@ -59,6 +65,7 @@ type phase struct {
 	load     Load
 	restart  bool
 	downtime float64
+	stall    bool // the engine takes no step (see Fault.Stall)
 }
 
 // instanceSim drives one instance's engine through simulated time: arrivals, client timeouts,
@@ -84,6 +91,7 @@ type instanceSim struct {
 	onSpan   func(Span) // nil: spans are not kept
 	sampleN  uint64     // keep one span in sampleN
 	restarts int
+	stalled  bool // the engine is wedged: no step, no abort, while arrivals queue
 }
 
 func newInstanceSim(sc *Scenario, index int, duration, scrape float64) *instanceSim {
@@ -109,14 +117,14 @@ func buildPhases(in Instance, duration float64) []phase {
 			ps = append(ps, phase{at: f.From * duration, engine: in.Engine, load: in.Load, restart: true, downtime: f.Downtime})
 			continue
 		}
-		during := phase{at: f.From * duration, rule: f.Rule, engine: in.Engine, load: in.Load, restart: f.Redeploy, downtime: f.Downtime}
+		during := phase{at: f.From * duration, rule: f.Rule, engine: in.Engine, load: in.Load, restart: f.Redeploy, downtime: f.Downtime, stall: f.Stall}
 		if f.Engine != nil {
 			during.engine = *f.Engine
 		}
 		if f.Load != nil {
 			during.load = *f.Load
 		}
-		ps = append(ps, during, phase{at: f.To * duration, engine: in.Engine, load: in.Load, restart: f.Redeploy, downtime: f.Downtime})
+		ps = append(ps, during, phase{at: f.To * duration, engine: in.Engine, load: in.Load, restart: f.Redeploy || f.Stall, downtime: f.Downtime})
 	}
 	sort.SliceStable(ps, func(i, j int) bool { return ps[i].at < ps[j].at })
 	return ps
@@ -130,7 +138,7 @@ func (s *instanceSim) start() {
 }
 
 func (s *instanceSim) publishState() {
-	s.metrics.setState(len(s.eng.running), len(s.eng.waiting), s.eng.usage())
+	s.metrics.setState(len(s.eng.running), len(s.eng.waiting), s.eng.deferredCount(), s.eng.usage())
 }
 
 func (s *instanceSim) up() bool { return s.now >= s.upAt }
@@ -154,7 +162,7 @@ func (s *instanceSim) nextPhase() float64 {
 // of the scrape interval with the server's state at that time.
 func (s *instanceSim) advance(until float64, nextScrape *float64, onScrape func(t float64)) {
 	for s.now < until {
-		if s.up() && s.eng.busy() {
+		if s.up() && !s.stalled && s.eng.busy() {
 			dt := s.eng.plan(s.now)
 			if dt == 0 && s.eng.preemptions > 0 {
 				continue // a request preempted itself: plan again with it in the queue
@@ -197,6 +205,7 @@ func (s *instanceSim) accumulate(t float64) {
 	}
 	up := s.up()
 	usage, running, waiting := s.eng.usage(), float64(len(s.eng.running)), float64(len(s.eng.waiting))
+	deferred := float64(s.eng.deferredCount())
 	for a := s.now; a < t; {
 		k := int(a / s.scrape)
 		b := min(t, float64(k+1)*s.scrape)
@@ -207,6 +216,7 @@ func (s *instanceSim) accumulate(t float64) {
 			w.usage += usage * d
 			w.running += running * d
 			w.waiting += waiting * d
+			w.deferred += deferred * d
 			w.prefixCaching = w.prefixCaching || s.cfg.PrefixCaching
 			w.specDecoding = w.specDecoding || s.cfg.SpecTokens > 0
 		}
@@ -226,6 +236,7 @@ func (s *instanceSim) events() {
 		p := s.phases[s.next]
 		s.next++
 		s.cfg, s.load = p.engine, p.load
+		s.stalled = p.stall
 		if p.restart {
 			s.restarts++
 			s.upAt = s.now + p.downtime
@@ -252,7 +263,7 @@ func (s *instanceSim) events() {
 		}
 		s.arrival = s.nextGap(s.arrival)
 	}
-	if s.up() && s.eng.busy() {
+	if s.up() && !s.stalled && s.eng.busy() {
 		s.eng.abortExpired(s.now)
 	}
 	s.publishState()
@@ -270,6 +281,9 @@ func (s *instanceSim) newRequest(at float64) *request {
 	suffix := s.sample(l.SuffixTokens)
 	if l.LongFraction > 0 && s.rng.Float64() < l.LongFraction {
 		suffix += s.sample(l.LongTokens)
+	}
+	if l.LoRAFraction > 0 && s.rng.Float64() < l.LoRAFraction {
+		r.adapter = 1 + s.rng.IntN(l.Adapters)
 	}
 	r.prefixLen = l.PrefixTokens
 	if l.PrefixTokens > 0 && !l.UniquePrefix {
@@ -354,6 +368,7 @@ func (s *instanceSim) spec(drafts, draftTokens, accepted int, perPos []int) {
 
 func (s *instanceSim) step(now, dt float64, tokens, prefillTokens int, blocking bool) {
 	s.metrics.iteration.Observe(float64(tokens))
+	s.window().steps++
 	if blocking {
 		s.window().blocking++
 	}
@@ -370,8 +385,14 @@ func (s *instanceSim) finished(r *request, now float64, reason string) {
 	m.e2e.Observe(e2e)
 	m.reqPrompt.Observe(float64(r.prompt))
 	m.reqGen.Observe(float64(r.output))
+	if m.maxTokens != nil {
+		m.maxTokens.Observe(float64(r.maxTokens))
+	}
 	w := s.window()
 	w.finished++
+	if reason == "length" {
+		w.truncated++
+	}
 	if reason == "abort" {
 		w.aborted++
 		return

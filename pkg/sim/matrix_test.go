@@ -13,17 +13,21 @@ import (
 
 // point is the signals of one instance at one scrape.
 type point struct {
-	at                     time.Time
-	n                      float64 // requests that got a first token in the window
-	p50, p99               [2]float64
-	itl99                  [2]float64
-	kv, waitRatio          float64
-	kvAvg                  float64 // the gauge averaged over the window, as avg_over_time
-	preempt1m, preempt2m   float64 // per second
-	abortRatio             float64
-	hitRate, acceptance    float64
-	queue, prefill, decode float64 // means over the window
-	prefixCaching, specOn  bool
+	at                      time.Time
+	n                       float64 // requests that got a first token in the window
+	p50, p99                [2]float64
+	itl99                   [2]float64
+	kv, waitRatio           float64 // waitRatio counts only capacity waits where vLLM says why
+	deferRatio              float64
+	kvAvg                   float64 // the gauge averaged over the window, as avg_over_time
+	preempt1m, preempt2m    float64 // per second
+	abortRatio, lengthRatio float64
+	hitRate, acceptance     float64
+	queue, prefill, decode  float64 // means over the window
+	prefixCaching, specOn   bool
+	// work is running + waiting; steps and generated are the engine steps and output tokens
+	// over the window, NaN with fewer than two scrapes in it (a rate needs two samples).
+	work, steps, generated float64
 }
 
 // view reads one instance's series out of a result.
@@ -156,9 +160,9 @@ func (h hist) mean() float64 {
 	return h.sum / h.count
 }
 
-func (v view) gauge(name string, t time.Time) float64 {
+func (v view) gauge(name string, t time.Time, match ...string) float64 {
 	var total float64
-	for _, s := range v.rows(name) {
+	for _, s := range v.rows(name, match...) {
 		if row := s.at(t); row != nil {
 			total += row[0]
 		}
@@ -183,19 +187,28 @@ func (v view) points(window time.Duration) []point {
 		ttft := v.hist("vllm:time_to_first_token_seconds", from, t)
 		itl := v.hist("vllm:inter_token_latency_seconds", from, t)
 		running, waiting := v.gauge("vllm:num_requests_running", t), v.gauge("vllm:num_requests_waiting", t)
+		// Where vLLM reports why requests wait, the queue rules count only those waiting for
+		// capacity, and queue_deferred the deferred ones.
+		capacity, deferred := waiting, math.NaN()
+		if len(v.rows("vllm:num_requests_waiting_by_reason")) > 0 {
+			capacity = v.gauge("vllm:num_requests_waiting_by_reason", t, "reason", "capacity")
+			deferred = v.gauge("vllm:num_requests_waiting_by_reason", t, "reason", "deferred")
+		}
 		finished := v.increase("vllm:request_success_total", from, t)
 		p := point{
 			at: t, n: ttft.count, p50: ttft.quantile(0.5), p99: ttft.quantile(0.99), itl99: itl.quantile(0.99),
-			kv:         v.gauge("vllm:kv_cache_usage_perc", t),
-			waitRatio:  ratio(waiting, running+waiting),
-			preempt1m:  v.increase("vllm:num_preemptions_total", from, t) / window.Seconds(),
-			preempt2m:  v.increase("vllm:num_preemptions_total", t.Add(-2*window), t) / (2 * window.Seconds()),
-			abortRatio: ratio(v.increase("vllm:request_success_total", from, t, "finished_reason", "abort"), finished),
-			hitRate:    ratio(v.increase("vllm:prefix_cache_hits_total", from, t), v.increase("vllm:prefix_cache_queries_total", from, t)),
-			acceptance: ratio(v.increase("vllm:spec_decode_num_accepted_tokens_total", from, t), v.increase("vllm:spec_decode_num_draft_tokens_total", from, t)),
-			queue:      v.hist("vllm:request_queue_time_seconds", from, t).mean(),
-			prefill:    v.hist("vllm:request_prefill_time_seconds", from, t).mean(),
-			decode:     v.hist("vllm:request_decode_time_seconds", from, t).mean(),
+			kv:          v.gauge("vllm:kv_cache_usage_perc", t),
+			waitRatio:   ratio(capacity, running+waiting),
+			deferRatio:  ratio(deferred, running+waiting),
+			preempt1m:   v.increase("vllm:num_preemptions_total", from, t) / window.Seconds(),
+			preempt2m:   v.increase("vllm:num_preemptions_total", t.Add(-2*window), t) / (2 * window.Seconds()),
+			abortRatio:  ratio(v.increase("vllm:request_success_total", from, t, "finished_reason", "abort"), finished),
+			lengthRatio: ratio(v.increase("vllm:request_success_total", from, t, "finished_reason", "length"), finished),
+			hitRate:     ratio(v.increase("vllm:prefix_cache_hits_total", from, t), v.increase("vllm:prefix_cache_queries_total", from, t)),
+			acceptance:  ratio(v.increase("vllm:spec_decode_num_accepted_tokens_total", from, t), v.increase("vllm:spec_decode_num_draft_tokens_total", from, t)),
+			queue:       v.hist("vllm:request_queue_time_seconds", from, t).mean(),
+			prefill:     v.hist("vllm:request_prefill_time_seconds", from, t).mean(),
+			decode:      v.hist("vllm:request_decode_time_seconds", from, t).mean(),
 		}
 		var samples int
 		for _, u := range v.times {
@@ -205,6 +218,12 @@ func (v view) points(window time.Duration) []point {
 			}
 		}
 		p.kvAvg /= float64(samples)
+		p.work = running + waiting
+		p.steps, p.generated = math.NaN(), math.NaN()
+		if samples >= 2 {
+			p.steps = v.hist("vllm:iteration_tokens_total", from, t).count
+			p.generated = v.increase("vllm:generation_tokens_total", from, t)
+		}
 		for _, s := range v.rows("vllm:cache_config_info") {
 			if s.at(t) != nil {
 				for _, l := range s.labels {
@@ -224,6 +243,7 @@ func (v view) points(window time.Duration) []point {
 type baseline struct {
 	p50, p99, itl99 [2]float64
 	prefill, decode float64
+	lengthRatio     float64
 }
 
 func (v view) baseline(from, to time.Time) baseline {
@@ -231,7 +251,9 @@ func (v view) baseline(from, to time.Time) baseline {
 	itl := v.hist("vllm:inter_token_latency_seconds", from, to)
 	return baseline{p50: ttft.quantile(0.5), p99: ttft.quantile(0.99), itl99: itl.quantile(0.99),
 		prefill: v.hist("vllm:request_prefill_time_seconds", from, to).mean(),
-		decode:  v.hist("vllm:request_decode_time_seconds", from, to).mean()}
+		decode:  v.hist("vllm:request_decode_time_seconds", from, to).mean(),
+		lengthRatio: ratio(v.increase("vllm:request_success_total", from, to, "finished_reason", "length"),
+			v.increase("vllm:request_success_total", from, to))}
 }
 
 // minRequests is the fewest requests in a window for a quantile rule to count.
@@ -254,8 +276,13 @@ var conditions = map[string]func(p point, b baseline) bool{
 	RuleKVCacheSaturated:      func(p point, _ baseline) bool { return p.preempt2m > 0.5 && p.kv > 0.85 },
 	RulePreemptionsFreeCache:  func(p point, _ baseline) bool { return p.preempt1m*60 > 1 && p.kvAvg < 0.9 },
 	RuleQueueWithFreeCache:    func(p point, _ baseline) bool { return p.waitRatio > 0.2 && p.kv < 0.7 },
+	RuleEngineStalled:         func(p point, _ baseline) bool { return p.work > 0 && p.steps == 0 && p.generated == 0 },
+	RuleQueueDeferred:         func(p point, _ baseline) bool { return p.deferRatio > 0.2 && p.kv < 0.85 },
 	RulePastTheKnee:           func(p point, _ baseline) bool { return p.waitRatio > 0.2 && p.kv >= 0.85 },
 	RuleClientTimeouts:        func(p point, _ baseline) bool { return p.abortRatio > 0.05 },
+	RuleOutputsTruncated: func(p point, b baseline) bool {
+		return p.lengthRatio > 0.2 && p.lengthRatio >= 1.5*b.lengthRatio
+	},
 	RulePrefillBound: func(p point, b baseline) bool {
 		return p.n >= minRequests && p.p99[0] >= 2*b.p99[1] && p.prefill >= 1.5*b.prefill
 	},
@@ -265,7 +292,7 @@ var conditions = map[string]func(p point, b baseline) bool{
 }
 
 // ruleFor is each rule's `for` duration.
-var ruleFor = map[string]time.Duration{RuleKVCacheSaturated: 3 * time.Minute}
+var ruleFor = map[string]time.Duration{RuleKVCacheSaturated: 3 * time.Minute, RuleEngineStalled: 90 * time.Second}
 
 func forDuration(rule string) time.Duration {
 	if d, ok := ruleFor[rule]; ok {

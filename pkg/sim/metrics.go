@@ -23,6 +23,7 @@ type metricSet struct {
 	preemptions, promptTokens, genTk    prometheus.Counter
 	success                             map[string]prometheus.Counter
 	reqPrompt, reqGen, iteration        prometheus.Observer
+	maxTokens                           prometheus.Observer // nil in V0
 	ttft, itl, tpot, e2e                prometheus.Observer
 	queue, prefill, decode, inference   prometheus.Observer
 	queueV0                             prometheus.Observer // V0's time_in_queue_requests
@@ -131,6 +132,7 @@ func newMetricSet(gen vllm.Generation, model string, cfg EngineConfig, exp Expos
 		m.waitingCapacity = byReason.WithLabelValues("capacity")
 		m.waitingDeferred = byReason.WithLabelValues("deferred")
 		m.kvUsage = gauge(vllm.KVCacheUsage)
+		m.maxTokens = histogram(vllm.RequestParamsMaxTokens, lengths)
 		m.prefixQueries = counter(vllm.PrefixCacheQueries)
 		m.prefixHits = counter(vllm.PrefixCacheHits)
 		m.cachedTk = counter(vllm.PromptTokensCached)
@@ -178,12 +180,12 @@ func (m *metricSet) setCacheConfig(cfg EngineConfig) {
 	m.cacheInfo.With(m.cacheLabels).Set(1)
 }
 
-func (m *metricSet) setState(running, waiting int, usage float64) {
+func (m *metricSet) setState(running, waiting, deferred int, usage float64) {
 	m.running.Set(float64(running))
 	m.waiting.Set(float64(waiting))
 	if m.waitingCapacity != nil {
-		m.waitingCapacity.Set(float64(waiting))
-		m.waitingDeferred.Set(0)
+		m.waitingCapacity.Set(float64(waiting - deferred))
+		m.waitingDeferred.Set(float64(deferred))
 	}
 	m.kvUsage.Set(usage)
 }

@@ -4,6 +4,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/seed/vllm-datasource/pkg/vllm"
 )
 
 // symptomRules are the rules any fault may also trip on its instance while it lasts: the
@@ -122,5 +124,47 @@ func TestPreemptionsHappenWithTheCacheMostlyFree(t *testing.T) {
 	preempt := v.increase("vllm:num_preemptions_total", tr.Start, tr.End) / tr.End.Sub(tr.Start).Minutes()
 	if preempt <= 1 || low*2 < n {
 		t.Errorf("%.1f preemptions a minute, kv usage below 0.9 in %d of %d scrapes", preempt, low, n)
+	}
+}
+
+// A wedged engine is seen within 3 minutes of the stall's injected start: the rate window holds
+// no step about a minute after it, and engine_stalled's `for` is 90 s.
+func TestStallIsSeenWithinThreeMinutes(t *testing.T) {
+	res := run(t, RuleEngineStalled)
+	start := res.Start.Add(time.Duration(FaultFrom * float64(res.Duration)))
+	v := res.view(FaultyInstance)
+	fired := firing(RuleEngineStalled, v.points(time.Minute), baseline{}, res.Scrape)
+	if len(fired) == 0 {
+		t.Fatal("engine_stalled never fires on its scenario")
+	}
+	if at := fired[0][0].Add(forDuration(RuleEngineStalled)); at.Sub(start) > 3*time.Minute {
+		t.Errorf("engine_stalled fires at %s, %v after the stall began at %s", at.Format("15:04:05"), at.Sub(start), start.Format("15:04:05"))
+	}
+}
+
+// vLLM before 0.20 does not say why requests wait: on V0 the queue_deferred scenario's ground
+// truth is the queue with free cache its metrics show, judged by that rule's mechanism.
+func TestDeferredQueueIsAQueueWithFreeCacheOnV0(t *testing.T) {
+	for _, c := range []struct {
+		gen  vllm.Generation
+		rule string
+	}{{vllm.GenerationV1, RuleQueueDeferred}, {vllm.GenerationV0, RuleQueueWithFreeCache}} {
+		sc, err := Lookup(RuleQueueDeferred)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc.Generation = c.gen
+		res, err := Run(sc, t0, 30*time.Minute, 15*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Truth) == 0 {
+			t.Fatalf("%s: no ground truth", c.gen)
+		}
+		for _, f := range res.Truth {
+			if f.Rule != c.rule || f.Instance != FaultyInstance {
+				t.Errorf("%s: ground truth %s on %s, want %s on %s", c.gen, f.Rule, f.Instance, c.rule, FaultyInstance)
+			}
+		}
 	}
 }

@@ -2,6 +2,8 @@ package sim
 
 import (
 	"time"
+
+	"github.com/seed/vllm-datasource/pkg/vllm"
 )
 
 // The ground truth of a fault is where the model's own state shows the fault's mechanism,
@@ -32,7 +34,11 @@ func truth(s *instanceSim, start time.Time, duration float64) []Finding {
 	var out []Finding
 	per := int(truthWindow / s.scrape)
 	for _, f := range s.in.Faults {
-		check := faults[f.Rule].mechanism
+		rule := f.Rule
+		if v0 := faults[rule].v0Rule; v0 != "" && s.scen.generation() == vllm.GenerationV0 {
+			rule = v0
+		}
+		check := faults[rule].mechanism
 		if check == nil {
 			continue
 		}
@@ -64,7 +70,7 @@ func truth(s *instanceSim, start time.Time, duration float64) []Finding {
 				continue
 			}
 			out = append(out, Finding{
-				Rule: f.Rule, Instance: s.in.Address, Model: s.in.Model,
+				Rule: rule, Instance: s.in.Address, Model: s.in.Model,
 				Start: start.Add(time.Duration(sp[0] * float64(time.Second))),
 				End:   start.Add(time.Duration(sp[1] * float64(time.Second))),
 			})

@@ -27,6 +27,7 @@ const (
 	InferenceTime           = "vllm:request_inference_time_seconds"
 	RequestPromptTokens     = "vllm:request_prompt_tokens"
 	RequestGenerationTokens = "vllm:request_generation_tokens"
+	RequestParamsMaxTokens  = "vllm:request_params_max_tokens"
 	IterationTokens         = "vllm:iteration_tokens_total"
 	CacheConfigInfo         = "vllm:cache_config_info"
 	SpecDrafts              = "vllm:spec_decode_num_drafts_total"
@@ -111,6 +112,8 @@ var Current = []Metric{
 	{Name: RequestSuccess, Type: Counter, Labels: []string{LabelFinishedReason}, Help: "Count of successfully processed requests.", Since: "0.5"},
 	{Name: RequestPromptTokens, Type: Histogram, Help: "Number of prefill tokens processed.", Since: "0.5"},
 	{Name: RequestGenerationTokens, Type: Histogram, Help: "Number of generation tokens processed.", Since: "0.5"},
+	// The oldest real capture that prints it is a 0.10 V1 server's.
+	{Name: RequestParamsMaxTokens, Type: Histogram, Help: "Histogram of the max_tokens request parameter.", Since: "0.10"},
 	{Name: IterationTokens, Type: Histogram, Help: "Histogram of number of tokens per engine_step.", Since: "0.5", Buckets: IterationTokenBuckets},
 	{Name: TimeToFirstToken, Type: Histogram, Help: "Histogram of time to first token in seconds.", Since: "0.5", Buckets: TTFTBuckets},
 	{Name: InterTokenLatency, Type: Histogram, Help: "Histogram of inter-token latency in seconds.", Since: "0.11", Buckets: TokenLatencyBuckets},
