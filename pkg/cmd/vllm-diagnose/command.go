@@ -143,7 +143,7 @@ Exit codes: 0 nothing firing, 1 warnings, 2 critical findings, 3 a backend unrea
 	}
 	verdictCmd.Flags().StringVar(&o.baseline, "baseline", "", "the window to compare with, FROM..TO (each as --from), such as now-7d..now-6d")
 	verdictCmd.Flags().StringSliceVar(&o.optimisations, "optimisations", nil, "optimisations deployed between the windows: "+optimisationNames())
-	root.AddCommand(explain, verdictCmd)
+	root.AddCommand(explain, verdictCmd, c.demoCommand())
 	c.root = root
 	return c
 }
@@ -251,6 +251,11 @@ func (c *rootCommand) runDiagnosis(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	return c.diagnose(ctx, from, to)
+}
+
+// diagnose prints the findings of the range from the Prometheus of the flags, or --watch.
+func (c *rootCommand) diagnose(ctx context.Context, from, to time.Time) error {
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	e, err := c.start(ctx)

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/seed/vllm-datasource/pkg/embedprom"
+	"github.com/seed/vllm-datasource/pkg/sim"
+)
+
+// demoScenario is demo's default: a small fleet whose instances at odd positions carry one
+// fault each (sim.Fleet), three faults among six instances.
+const demoScenario = sim.FleetPrefix + "6"
+
+// demoRun is how long a demo scenario runs: its fault strikes the middle third, so the rules
+// that compare with a baseline have the hour before it.
+const demoRun = 2 * time.Hour
+
+// demoScrape is the interval of the simulated scrapes, the --scrape-interval default.
+const demoScrape = 15 * time.Second
+
+type demoOptions struct {
+	scenario string
+	list     bool
+}
+
+func (c *rootCommand) demoCommand() *cobra.Command {
+	var o demoOptions
+	cmd := &cobra.Command{
+		Use:   "demo [--scenario NAME] [--list]",
+		Short: "Diagnose a simulated vLLM fleet with faults, in an embedded Prometheus: no Prometheus, Docker or GPU needed",
+		Long: `demo simulates a vLLM scenario (by default ` + demoScenario + `: six instances, three of them
+faulty) for ` + demoRun.String() + ` ending now, writes its scrapes into a Prometheus TSDB inside the
+process, and runs the same diagnosis as against a real Prometheus. --list names the scenarios.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return c.runDemo(cmd.Context(), o) },
+	}
+	cmd.Flags().StringVar(&o.scenario, "scenario", demoScenario, "the simulator's scenario (see --list)")
+	cmd.Flags().BoolVar(&o.list, "list", false, "list the scenarios and exit")
+	return cmd
+}
+
+func (c *rootCommand) runDemo(ctx context.Context, o demoOptions) error {
+	if o.list {
+		return listScenarios(c)
+	}
+	if c.opts.conn.prometheus != "" {
+		return errors.New("demo serves its own Prometheus: drop --prometheus, or run vllm-diagnose --prometheus URL without demo")
+	}
+	sc, err := sim.Lookup(o.scenario)
+	if err != nil {
+		return fmt.Errorf("--scenario: %w (see vllm-diagnose demo --list)", err)
+	}
+	p := &progress{w: c.stderr, on: isTerminal(c.stderr)}
+	to := c.now().Truncate(demoScrape)
+	from := to.Add(-demoRun)
+	p.set(fmt.Sprintf("simulating %s: %d instances for %s", sc.Name, len(sc.Instances), demoRun))
+	res, err := sim.Run(sc, from, demoRun, demoScrape, sim.WithoutSpans())
+	if err != nil {
+		return err
+	}
+	var om bytes.Buffer
+	if err := res.WriteOpenMetrics(&om); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "vllm-diagnose-demo-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	p.set("writing the scrapes into the embedded Prometheus")
+	if err := embedprom.Backfill(dir, om.Bytes()); err != nil {
+		return err
+	}
+	om = bytes.Buffer{}
+	srv, err := embedprom.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	p.set("")
+	c.opts.conn.prometheus = srv.URL()
+	c.opts.conn.scrapeInterval = demoScrape.String()
+	return c.diagnose(ctx, from, to)
+}
+
+// listScenarios prints each scenario's name and description.
+func listScenarios(c *rootCommand) error {
+	w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	for _, name := range append(sim.Scenarios(), sim.FleetPrefix+"N") {
+		desc := fmt.Sprintf("a fleet of N instances, faults on those at odd positions (%s is the default)", demoScenario)
+		if sc, err := sim.Lookup(name); err == nil {
+			desc = sc.Description
+		}
+		fmt.Fprintf(w, "%s\t%s\n", name, desc)
+	}
+	return w.Flush()
+}
