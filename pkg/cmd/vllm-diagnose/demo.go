@@ -13,6 +13,7 @@ import (
 
 	"github.com/seed/vllm-datasource/pkg/embedprom"
 	"github.com/seed/vllm-datasource/pkg/sim"
+	"github.com/seed/vllm-datasource/pkg/vllm"
 )
 
 // demoScenario is demo's default: a small fleet whose instances at odd positions carry one
@@ -27,14 +28,15 @@ const demoRun = 2 * time.Hour
 const demoScrape = 15 * time.Second
 
 type demoOptions struct {
-	scenario string
-	list     bool
+	scenario   string
+	generation string
+	list       bool
 }
 
 func (c *rootCommand) demoCommand() *cobra.Command {
 	var o demoOptions
 	cmd := &cobra.Command{
-		Use:   "demo [--scenario NAME] [--list]",
+		Use:   "demo [--scenario NAME] [--generation v0|v1] [--list]",
 		Short: "Diagnose a simulated vLLM fleet with faults, in an embedded Prometheus: no Prometheus, Docker or GPU needed",
 		Long: `demo simulates a vLLM scenario (by default ` + demoScenario + `: six instances, three of them
 faulty) for ` + demoRun.String() + ` ending now, writes its scrapes into a Prometheus TSDB inside the
@@ -43,6 +45,7 @@ process, and runs the same diagnosis as against a real Prometheus. --list names 
 		RunE: func(cmd *cobra.Command, _ []string) error { return c.runDemo(cmd.Context(), o) },
 	}
 	cmd.Flags().StringVar(&o.scenario, "scenario", demoScenario, "the simulator's scenario (see --list)")
+	cmd.Flags().StringVar(&o.generation, "generation", "", "vLLM's metric names: v1 (current) or v0 (vLLM 0.6 to 0.7); default the scenario's")
 	cmd.Flags().BoolVar(&o.list, "list", false, "list the scenarios and exit")
 	return cmd
 }
@@ -54,9 +57,9 @@ func (c *rootCommand) runDemo(ctx context.Context, o demoOptions) error {
 	if c.opts.conn.prometheus != "" {
 		return errors.New("demo serves its own Prometheus: drop --prometheus, or run vllm-diagnose --prometheus URL without demo")
 	}
-	sc, err := sim.Lookup(o.scenario)
+	sc, err := sim.LookupGeneration(o.scenario, vllm.Generation(o.generation))
 	if err != nil {
-		return fmt.Errorf("--scenario: %w (see vllm-diagnose demo --list)", err)
+		return fmt.Errorf("%w (see vllm-diagnose demo --list)", err)
 	}
 	p := &progress{w: c.stderr, on: isTerminal(c.stderr)}
 	to := c.now().Truncate(demoScrape)
