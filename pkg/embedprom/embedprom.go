@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -150,4 +151,22 @@ func (s *Server) handler(dir string) http.Handler {
 	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "Prometheus Server is Ready.") })
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "Prometheus Server is Healthy.") })
 	return mux
+}
+
+// Span is the time range of the stored samples, first to last; ok is false when the TSDB
+// holds none.
+func (s *Server) Span() (from, to time.Time, ok bool) {
+	mint, maxt := int64(math.MaxInt64), int64(math.MinInt64)
+	for _, b := range s.db.Blocks() {
+		m := b.Meta()
+		// A block's MaxTime is one past its last sample.
+		mint, maxt = min(mint, m.MinTime), max(maxt, m.MaxTime-1)
+	}
+	if h := s.db.Head(); h.NumSeries() > 0 {
+		mint, maxt = min(mint, h.MinTime()), max(maxt, h.MaxTime())
+	}
+	if maxt < mint {
+		return time.Time{}, time.Time{}, false
+	}
+	return time.UnixMilli(mint), time.UnixMilli(maxt), true
 }

@@ -40,6 +40,8 @@ type options struct {
 	watch bool
 	every time.Duration
 
+	fromDir string
+
 	baseline      string
 	optimisations []string
 }
@@ -121,6 +123,7 @@ Exit codes: 0 nothing firing, 1 warnings, 2 critical findings, 3 a backend unrea
 	pf.StringVar(&o.conn.spanInstanceAttr, "span-instance-attribute", "", "span attribute equal to the instance label (default service.instance.id)")
 	pf.StringVar(&o.conn.spanModelAttr, "span-model-attribute", "", "span attribute holding the model (default gen_ai.response.model)")
 	root.Flags().BoolVar(&o.watch, "watch", false, "evaluate on the rule clock and print only state changes (pending, firing, resolved); with --from, replay that range")
+	root.Flags().StringVar(&o.fromDir, "from-dir", "", "diagnose a TSDB directory (demo --save, --scrape --save) in an embedded Prometheus instead of --prometheus; default range: all its data")
 	root.Flags().DurationVar(&o.every, "every", time.Minute, "rule clock of --watch")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%v (see vllm-diagnose --help)", err) })
 
@@ -247,6 +250,9 @@ func (c *rootCommand) withTimeout(ctx context.Context) (context.Context, context
 
 // runDiagnosis answers the root command: the findings of the range, or --watch.
 func (c *rootCommand) runDiagnosis(ctx context.Context) error {
+	if c.opts.fromDir != "" {
+		return c.runFromDir(ctx)
+	}
 	from, to, err := c.timeRange()
 	if err != nil {
 		return err

@@ -31,6 +31,7 @@ type demoOptions struct {
 	scenario   string
 	generation string
 	list       bool
+	save       string
 }
 
 func (c *rootCommand) demoCommand() *cobra.Command {
@@ -46,6 +47,7 @@ process, and runs the same diagnosis as against a real Prometheus. --list names 
 	}
 	cmd.Flags().StringVar(&o.scenario, "scenario", demoScenario, "the simulator's scenario (see --list)")
 	cmd.Flags().StringVar(&o.generation, "generation", "", "vLLM's metric names: v1 (current) or v0 (vLLM 0.6 to 0.7); default the scenario's")
+	cmd.Flags().StringVar(&o.save, "save", "", "keep the TSDB in this new directory, for vllm-diagnose --from-dir or a Prometheus's --storage.tsdb.path")
 	cmd.Flags().BoolVar(&o.list, "list", false, "list the scenarios and exit")
 	return cmd
 }
@@ -61,6 +63,17 @@ func (c *rootCommand) runDemo(ctx context.Context, o demoOptions) error {
 	if err != nil {
 		return fmt.Errorf("%w (see vllm-diagnose demo --list)", err)
 	}
+	dir := o.save
+	if dir != "" {
+		if err := saveDir(dir); err != nil {
+			return err
+		}
+	} else {
+		if dir, err = os.MkdirTemp("", "vllm-diagnose-demo-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+	}
 	p := &progress{w: c.stderr, on: isTerminal(c.stderr)}
 	to := c.now().Truncate(demoScrape)
 	from := to.Add(-demoRun)
@@ -73,16 +86,10 @@ func (c *rootCommand) runDemo(ctx context.Context, o demoOptions) error {
 	if err := res.WriteOpenMetrics(&om); err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "vllm-diagnose-demo-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
 	p.set("writing the scrapes into the embedded Prometheus")
 	if err := embedprom.Backfill(dir, om.Bytes()); err != nil {
 		return err
 	}
-	om = bytes.Buffer{}
 	srv, err := embedprom.Open(dir)
 	if err != nil {
 		return err

@@ -4,12 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
+	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/seed/vllm-datasource/pkg/sim"
+	"github.com/seed/vllm-datasource/pkg/testbed"
 	"github.com/seed/vllm-datasource/pkg/vllm"
 )
 
@@ -44,15 +48,7 @@ func TestDemoFindsEveryFaultOfItsScenario(t *testing.T) {
 			if len(truth) == 0 {
 				t.Fatalf("%s injects no fault: the test would test nothing", c.scenario)
 			}
-			r := cli(t, nil, append([]string{"demo", "--output", "json"}, c.args...)...)
-			if r.code > exitCritical || r.stderr != "" {
-				t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
-			}
-			validate(t, []byte(r.stdout))
-			var rep diagnosisReport
-			if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
-				t.Fatal(err)
-			}
+			rep := report(t, cli(t, nil, append([]string{"demo", "--output", "json"}, c.args...)...))
 			if len(rep.Instances) != len(sc.Instances) {
 				t.Errorf("%d instances evaluated, want the scenario's %d", len(rep.Instances), len(sc.Instances))
 			}
@@ -94,6 +90,64 @@ func TestDemoListNamesEveryScenario(t *testing.T) {
 		if !strings.Contains(out.String(), "\n"+name+" ") && !strings.HasPrefix(out.String(), name+" ") {
 			t.Errorf("--list does not name %s:\n%s", name, out.String())
 		}
+	}
+}
+
+// report decodes a JSON answer of the command that exited with findings or none.
+func report(t *testing.T, r result) diagnosisReport {
+	t.Helper()
+	if r.code > exitCritical || r.stderr != "" {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	validate(t, []byte(r.stdout))
+	var rep diagnosisReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// TestSavedDemoReadsTheSame: a demo saved with --save is diagnosed the same by --from-dir
+// (the embedded Prometheus on the directory) and by a real Prometheus started on it.
+func TestSavedDemoReadsTheSame(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tsdb")
+	demo := report(t, cli(t, nil, "demo", "--scenario", sim.RuleKVCacheSaturated, "--save", dir, "--output", "json"))
+	if len(demo.Findings) == 0 {
+		t.Fatal("the demo finds nothing: the comparison would test nothing")
+	}
+	saved := report(t, cli(t, nil, "--from-dir", dir, "--output", "json"))
+	if !reflect.DeepEqual(saved, demo) {
+		t.Fatalf("--from-dir reads the saved demo differently:\ndemo     %+v\nfrom-dir %+v", demo, saved)
+	}
+	real := testbed.PrometheusOn(t, dir)
+	got := report(t, cli(t, nil, "--prometheus", real.URL, "--from", demo.Range.From, "--to", demo.Range.To, "--output", "json"))
+	if !reflect.DeepEqual(got, demo) {
+		t.Fatalf("a real Prometheus on the saved directory answers differently:\nembedded %+v\nreal     %+v", demo, got)
+	}
+}
+
+func TestTSDBDirectoryRejects(t *testing.T) {
+	full := t.TempDir()
+	if err := os.WriteFile(filepath.Join(full, "notes.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"--from-dir that does not exist", []string{"--from-dir", filepath.Join(t.TempDir(), "absent")}, "is not a directory"},
+		{"--from-dir without samples", []string{"--from-dir", t.TempDir()}, "holds no samples"},
+		{"--from-dir beside --prometheus", []string{"--from-dir", full, "--prometheus", "http://127.0.0.1:9090"}, "drop one"},
+		{"--save into a directory with files", []string{"demo", "--save", full}, "is not empty"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var stderr strings.Builder
+			code := run(context.Background(), c.args, io.Discard, &stderr, func(string) string { return "" })
+			if code != exitError || !strings.Contains(stderr.String(), c.want) || strings.Count(stderr.String(), "\n") != 1 {
+				t.Errorf("exit %d, stderr %q: want exit %d and one line saying %q", code, stderr.String(), exitError, c.want)
+			}
+		})
 	}
 }
 
