@@ -20,13 +20,16 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/promslog"
 	"github.com/prometheus/common/route"
 	"github.com/prometheus/prometheus/config"
+	"github.com/prometheus/prometheus/discovery/targetgroup"
 	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/scrape"
 	"github.com/prometheus/prometheus/tsdb"
 	apiv1 "github.com/prometheus/prometheus/web/api/v1"
 )
@@ -53,6 +56,10 @@ type Server struct {
 	served chan error
 	reg    *prometheus.Registry
 	logger *slog.Logger
+
+	// scraper is the scrape manager once Scrape started it; tsets feeds it its targets.
+	scraper atomic.Pointer[scrape.Manager]
+	tsets   chan map[string][]*targetgroup.Group
 }
 
 // Open opens (or creates) the TSDB in dir and serves its v1 API on 127.0.0.1 at a port the
@@ -89,6 +96,10 @@ func (s *Server) DB() *tsdb.DB { return s.db }
 // Close stops serving and closes the TSDB, writing what its head holds to its write-ahead log
 // so that the directory can be opened again.
 func (s *Server) Close() error {
+	if m := s.scraper.Load(); m != nil {
+		m.Stop()
+		close(s.tsets)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := s.srv.Shutdown(ctx)
@@ -114,8 +125,8 @@ func (s *Server) handler(dir string) http.Handler {
 	cfg := config.DefaultConfig
 	api := apiv1.NewAPI(
 		engine, s.db, nil, s.db,
-		func(context.Context) apiv1.ScrapePoolsRetriever { return noTargets{} },
-		func(context.Context) apiv1.TargetRetriever { return noTargets{} },
+		func(context.Context) apiv1.ScrapePoolsRetriever { return s.targetRetriever() },
+		func(context.Context) apiv1.TargetRetriever { return s.targetRetriever() },
 		func(context.Context) apiv1.AlertmanagerRetriever { return noAlertmanagers{} },
 		func() config.Config { return cfg },
 		map[string]string{"storage.tsdb.path": dir},
@@ -169,4 +180,15 @@ func (s *Server) Span() (from, to time.Time, ok bool) {
 		return time.Time{}, time.Time{}, false
 	}
 	return time.UnixMilli(mint), time.UnixMilli(maxt), true
+}
+
+// targetRetriever answers the API's target endpoints: the scrape manager's targets, or none.
+func (s *Server) targetRetriever() interface {
+	apiv1.ScrapePoolsRetriever
+	apiv1.TargetRetriever
+} {
+	if m := s.scraper.Load(); m != nil {
+		return m
+	}
+	return noTargets{}
 }

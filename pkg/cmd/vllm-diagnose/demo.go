@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"text/tabwriter"
 	"time"
 
@@ -63,17 +62,11 @@ func (c *rootCommand) runDemo(ctx context.Context, o demoOptions) error {
 	if err != nil {
 		return fmt.Errorf("%w (see vllm-diagnose demo --list)", err)
 	}
-	dir := o.save
-	if dir != "" {
-		if err := saveDir(dir); err != nil {
-			return err
-		}
-	} else {
-		if dir, err = os.MkdirTemp("", "vllm-diagnose-demo-"); err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
+	dir, cleanup, err := tsdbDir(o.save, "vllm-diagnose-demo-")
+	if err != nil {
+		return err
 	}
+	defer cleanup()
 	p := &progress{w: c.stderr, on: isTerminal(c.stderr)}
 	to := c.now().Truncate(demoScrape)
 	from := to.Add(-demoRun)

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seed/vllm-datasource/pkg/sim"
+)
+
+// freeRun finds n consecutive free ports on 127.0.0.1 (sim.Serve listens on port+i).
+func freeRun(t *testing.T, n int) int {
+	t.Helper()
+	for range 50 {
+		port := 20000 + rand.IntN(8000)
+		ok := true
+		for i := range n {
+			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port+i))
+			if err != nil {
+				ok = false
+				break
+			}
+			_ = l.Close()
+		}
+		if ok {
+			return port
+		}
+	}
+	t.Fatal("no run of free ports")
+	return 0
+}
+
+// TestScrapeFindsTheFaultOnItsInstance serves a three-instance scenario's /metrics live (one
+// instance faulty from a third to two thirds of its three minutes), scrapes it with --scrape
+// every 2 s beside an unreachable target and one serving HTML, and watches: the fault fires on
+// the instance the simulator injected it into, the bad targets get one line each.
+func TestScrapeFindsTheFaultOnItsInstance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("serves a scenario for three minutes")
+	}
+	const rule = sim.RuleSpecDecodeInefficient
+	const run = 3 * time.Minute
+	sc, err := sim.Lookup(rule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := fmt.Sprintf("127.0.0.1:%d", freeRun(t, len(sc.Instances)))
+	placed, err := sim.Relisten(sc, listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Ground truth: the instance the simulator injects the fault into.
+	var faulty string
+	var urls []string
+	for _, in := range placed.Instances {
+		urls = append(urls, "http://"+in.Address)
+		for _, f := range in.Faults {
+			if f.Rule == rule {
+				faulty = in.Address
+			}
+		}
+	}
+	if faulty == "" {
+		t.Fatalf("scenario %s injects no %s", rule, rule)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- sim.Serve(ctx, sc, sim.ServeOptions{Listen: listen, Duration: run}) }()
+	t.Cleanup(func() {
+		cancel()
+		<-served
+	})
+	html := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, "<!doctype html><html><body>Grafana</body></html>")
+	}))
+	defer html.Close()
+	unreachable := fmt.Sprintf("http://127.0.0.1:%d", freeRun(t, 1))
+	th := filepath.Join(t.TempDir(), "thresholds.json")
+	if err := os.WriteFile(th, []byte(`{"`+rule+`": {"for": 10}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	cmdCtx, stop := context.WithTimeout(context.Background(), run+time.Minute)
+	defer stop()
+	cmd := exec.CommandContext(cmdCtx, cliBin, "--scrape", strings.Join(append(urls, unreachable, html.URL), ","),
+		"--scrape-interval", "2s", "--thresholds", th, "--watch", "--every", "5s", "--output", "json")
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}()
+	var fired []string
+	lines := bufio.NewScanner(out)
+	for lines.Scan() {
+		var tr transition
+		if err := json.Unmarshal(lines.Bytes(), &tr); err != nil {
+			t.Fatalf("a watch line is not a transition: %v: %s", err, lines.Text())
+		}
+		if tr.Rule == rule && tr.State == "firing" {
+			fired = append(fired, tr.Instance)
+			break
+		}
+	}
+	if len(fired) == 0 {
+		t.Fatalf("%s never fired within %s; stderr:\n%s", rule, run+time.Minute, stderr.String())
+	}
+	if fired[0] != faulty {
+		t.Errorf("%s fired on %s, want the faulty %s", rule, fired[0], faulty)
+	}
+	errs := stderr.String()
+	for _, want := range []struct{ target, says string }{
+		{unreachable + "/metrics", "connection refused"},
+		{html.URL + "/metrics", "not a Prometheus /metrics endpoint"},
+	} {
+		if n := strings.Count(errs, want.target+": "); n != 1 || !strings.Contains(errs, want.says) {
+			t.Errorf("%s: %d lines, want one saying %q; stderr:\n%s", want.target, n, want.says, errs)
+		}
+	}
+}
+
+// syncBuffer is stderr read while the command writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
