@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -16,6 +18,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/seed/vllm-datasource/pkg/sim"
 )
@@ -155,4 +160,76 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestScrapeReportsEachBadTarget: every kind of bad target gets its own line, and when no
+// target is good the command says so and exits 3.
+func TestScrapeReportsEachBadTarget(t *testing.T) {
+	htmlPage := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, "<!doctype html><html><body>Grafana</body></html>")
+	}))
+	defer htmlPage.Close()
+	selfSigned := httptest.NewUnstartedServer(promhttp.Handler())
+	// The scraper's refused handshakes are the point, not news for the test log.
+	selfSigned.Config.ErrorLog = log.New(io.Discard, "", 0)
+	selfSigned.StartTLS()
+	defer selfSigned.Close()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "node_cpu_seconds_total", Help: "not vLLM"}))
+	notVLLM := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer notVLLM.Close()
+	unreachable := fmt.Sprintf("http://127.0.0.1:%d", freeRun(t, 1))
+
+	cases := []struct{ target, says string }{
+		{unreachable, "connection refused"},
+		{htmlPage.URL, "not a Prometheus /metrics endpoint"},
+		{selfSigned.URL, "certificate"},
+		{notVLLM.URL, "none of vLLM's"},
+	}
+	var targets []string
+	for _, c := range cases {
+		targets = append(targets, c.target)
+	}
+	var stderr strings.Builder
+	code := run(context.Background(), []string{"--scrape", strings.Join(targets, ","), "--scrape-interval", "1s"},
+		io.Discard, &stderr, func(string) string { return "" })
+	errs := stderr.String()
+	if code != exitError || !strings.Contains(errs, "none of the 4 target(s) serves vLLM metrics") {
+		t.Fatalf("exit %d, want %d and the line that no target serves vLLM metrics; stderr:\n%s", code, exitError, errs)
+	}
+	for _, c := range cases {
+		var lines []string
+		for _, l := range strings.Split(errs, "\n") {
+			if strings.HasPrefix(l, "vllm-diagnose: "+c.target+"/metrics: ") {
+				lines = append(lines, l)
+			}
+		}
+		if len(lines) != 1 || !strings.Contains(lines[0], c.says) {
+			t.Errorf("%s: lines %q, want one saying %q", c.target, lines, c.says)
+		}
+	}
+}
+
+func TestScrapeRejects(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"a URL that is not http", []string{"--scrape", "ftp://127.0.0.1:8000"}, "is not a vLLM URL"},
+		{"a URL without a port", []string{"--scrape", "http://vllm"}, "is not a vLLM URL"},
+		{"no URL", []string{"--scrape", " , "}, "names no target"},
+		{"beside --prometheus", []string{"--scrape", "http://127.0.0.1:8000", "--prometheus", "http://127.0.0.1:9090"}, "drop --prometheus"},
+		{"a bad scrape interval", []string{"--scrape", "http://127.0.0.1:8000", "--scrape-interval", "soon"}, "--scrape-interval"},
+		{"--save into a directory with files", []string{"--scrape", "http://127.0.0.1:8000", "--save", "."}, "is not empty"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var stderr strings.Builder
+			code := run(context.Background(), c.args, io.Discard, &stderr, func(string) string { return "" })
+			if code != exitError || !strings.Contains(stderr.String(), c.want) || strings.Count(stderr.String(), "\n") != 1 {
+				t.Errorf("exit %d, stderr %q: want exit %d and one line saying %q", code, stderr.String(), exitError, c.want)
+			}
+		})
+	}
 }
