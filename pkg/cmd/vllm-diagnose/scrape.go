@@ -60,13 +60,7 @@ func (c *rootCommand) dataNeeded(interval time.Duration) (time.Duration, error) 
 	if err != nil {
 		return 0, err
 	}
-	shortest := time.Duration(-1)
-	for _, r := range rules {
-		if shortest < 0 || r.For < shortest {
-			shortest = r.For
-		}
-	}
-	return signals.Window(interval, interval) + max(shortest, 0), nil
+	return signals.Window(interval, interval) + diagnosis.ShortestFor(rules), nil
 }
 
 // runScrape scrapes the --scrape targets into the embedded Prometheus until the quickest

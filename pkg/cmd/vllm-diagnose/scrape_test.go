@@ -233,3 +233,30 @@ func TestScrapeRejects(t *testing.T) {
 		})
 	}
 }
+
+// TestScrapeWaitsForTheQuickestRule: the wait is the rate window (four scrape intervals) and
+// the shortest `for`, as README's CLI table says: kv_cache_saturated's 3 minutes by default.
+func TestScrapeWaitsForTheQuickestRule(t *testing.T) {
+	th := filepath.Join(t.TempDir(), "thresholds.json")
+	if err := os.WriteFile(th, []byte(`{"client_timeouts": {"for": 20}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name       string
+		thresholds string
+		interval   time.Duration
+		want       time.Duration
+	}{
+		{"default thresholds, 15 s scrapes", "", 15 * time.Second, 4 * time.Minute},
+		{"a rule's for shortened to 20 s, 2 s scrapes", th, 2 * time.Second, 28 * time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cmd := newRootCommand(context.Background(), io.Discard, io.Discard, func(string) string { return "" })
+			cmd.opts.conn.thresholdsFile = c.thresholds
+			got, err := cmd.dataNeeded(c.interval)
+			if err != nil || got != c.want {
+				t.Errorf("waits %s (%v), want %s", got, err, c.want)
+			}
+		})
+	}
+}
