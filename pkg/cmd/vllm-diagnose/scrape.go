@@ -77,6 +77,10 @@ func (c *rootCommand) runScrape(ctx context.Context) error {
 	if err != nil || interval <= 0 {
 		return fmt.Errorf("--scrape-interval %q is not a positive duration such as 15s", c.opts.conn.scrapeInterval)
 	}
+	// The evaluation steps in whole seconds.
+	if interval < time.Second {
+		return fmt.Errorf("--scrape-interval %s is shorter than the evaluation's step of at least 1s: choose 1s or more", interval)
+	}
 	need, err := c.dataNeeded(interval)
 	if err != nil {
 		return err

@@ -16,17 +16,19 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/seed/vllm-datasource/pkg/diagnosis"
 	"github.com/seed/vllm-datasource/pkg/sim"
 )
 
 // freeRun finds n consecutive free ports on 127.0.0.1 (sim.Serve listens on port+i).
-func freeRun(t *testing.T, n int) int {
+func freeRun(t testing.TB, n int) int {
 	t.Helper()
 	for range 50 {
 		port := 20000 + rand.IntN(8000)
@@ -222,6 +224,7 @@ func TestScrapeRejects(t *testing.T) {
 		{"no URL", []string{"--scrape", " , "}, "names no target"},
 		{"beside --prometheus", []string{"--scrape", "http://127.0.0.1:8000", "--prometheus", "http://127.0.0.1:9090"}, "drop --prometheus"},
 		{"a bad scrape interval", []string{"--scrape", "http://127.0.0.1:8000", "--scrape-interval", "soon"}, "--scrape-interval"},
+		{"a scrape interval under a second", []string{"--scrape", "http://127.0.0.1:8000", "--scrape-interval", "250ms"}, "choose 1s or more"},
 		{"--save into a directory with files", []string{"--scrape", "http://127.0.0.1:8000", "--save", "."}, "is not empty"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -258,5 +261,64 @@ func TestScrapeWaitsForTheQuickestRule(t *testing.T) {
 				t.Errorf("waits %s (%v), want %s", got, err, c.want)
 			}
 		})
+	}
+}
+
+// BenchmarkScrapeMemory scrapes a ten-instance fleet served live as many times as 30 minutes
+// at 15 s would (120 scrapes each), every second so that it takes two minutes, then diagnoses it,
+// and reports the command's peak resident set (README: under 200 MB). The series and samples
+// the embedded TSDB holds are those of the 30 minutes; only the pace differs.
+func BenchmarkScrapeMemory(b *testing.B) {
+	const instances, scrapes, every = 10, 120, time.Second
+	sc, err := sim.Fleet(instances)
+	if err != nil {
+		b.Fatal(err)
+	}
+	port := freeRun(b, instances)
+	placed, err := sim.Relisten(sc, fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var urls []string
+	for _, in := range placed.Instances {
+		urls = append(urls, "http://"+in.Address)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- sim.Serve(ctx, sc, sim.ServeOptions{Listen: fmt.Sprintf("127.0.0.1:%d", port), Duration: time.Hour})
+	}()
+	defer func() {
+		cancel()
+		<-served
+	}()
+	// Every rule's `for` is the 120 scrapes, so the command scrapes that long and stops.
+	rules, err := diagnosis.Rules(nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	th := map[string]map[string]float64{}
+	for _, r := range rules {
+		th[r.ID] = map[string]float64{diagnosis.ForParam: (scrapes * every).Seconds()}
+	}
+	raw, _ := json.Marshal(th)
+	file := filepath.Join(b.TempDir(), "thresholds.json")
+	if err := os.WriteFile(file, raw, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		cmd := exec.Command(cliBin, "--scrape", strings.Join(urls, ","), "--scrape-interval", every.String(),
+			"--thresholds", file, "--output", "json")
+		var stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+		err := cmd.Run()
+		if code := cmd.ProcessState.ExitCode(); code > exitCritical || stderr.Len() > 0 {
+			b.Fatalf("exit %d (%v), stderr %q", code, err, stderr.String())
+		}
+		ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+		if !ok {
+			b.Fatal("no resource usage on this platform")
+		}
+		b.ReportMetric(float64(ru.Maxrss)/1024, "MB-peak-RSS") // Linux reports kilobytes
 	}
 }
