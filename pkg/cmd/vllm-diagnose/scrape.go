@@ -104,8 +104,16 @@ func (c *rootCommand) runScrape(ctx context.Context) error {
 	start := c.now()
 	allBad := make(chan struct{})
 	reportCtx, stopReports := context.WithCancel(ctx)
-	defer stopReports()
-	go c.reportTargets(reportCtx, srv, len(targets), allBad)
+	reported := make(chan struct{})
+	go func() {
+		defer close(reported)
+		c.reportTargets(reportCtx, srv, len(targets), allBad)
+	}()
+	// No report line is written after the command returns.
+	defer func() {
+		stopReports()
+		<-reported
+	}()
 	p := &progress{w: c.stderr, on: isTerminal(c.stderr)}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
