@@ -107,6 +107,17 @@ func Lookback(opts Options) (time.Duration, error) {
 	return d, nil
 }
 
+// ShortestFor is the shortest positive `for` of the rules, 0 when none has one.
+func ShortestFor(rules []Rule) time.Duration {
+	var shortest time.Duration
+	for _, r := range rules {
+		if r.For > 0 && (shortest == 0 || r.For < shortest) {
+			shortest = r.For
+		}
+	}
+	return shortest
+}
+
 // MaxEvalPoints bounds the steps an evaluation takes over its range (see EvalStep): about the
 // width of a wide panel, so that evaluating finer than a coarse panel costs at most that.
 const MaxEvalPoints = 2000
@@ -127,12 +138,7 @@ func EvalStep(opts Options, step, scrape, span time.Duration) (time.Duration, er
 	if err != nil {
 		return 0, err
 	}
-	var shortest time.Duration
-	for _, r := range rules {
-		if r.For > 0 && (shortest == 0 || r.For < shortest) {
-			shortest = r.For
-		}
-	}
+	shortest := ShortestFor(rules)
 	if shortest == 0 || step <= shortest/2 {
 		return step, nil
 	}

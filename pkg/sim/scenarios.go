@@ -133,6 +133,21 @@ func Lookup(name string) (Scenario, error) {
 	return f(), nil
 }
 
+// LookupGeneration is Lookup with the scenario's metric vocabulary set: vllm.GenerationV0 or
+// vllm.GenerationV1; empty keeps the scenario's own.
+func LookupGeneration(name string, generation vllm.Generation) (Scenario, error) {
+	switch generation {
+	case "", vllm.GenerationV0, vllm.GenerationV1:
+	default:
+		return Scenario{}, fmt.Errorf("generation %q: want %s or %s", generation, vllm.GenerationV0, vllm.GenerationV1)
+	}
+	sc, err := Lookup(name)
+	if err == nil && generation != "" {
+		sc.Generation = generation
+	}
+	return sc, err
+}
+
 // FaultRules lists the rules that have a scenario of their own, sorted: each scenario is named
 // by its rule's id.
 func FaultRules() []string {

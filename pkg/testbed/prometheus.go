@@ -26,14 +26,26 @@ func Prometheus(t testing.TB, openMetricsFiles ...string) *PromServer {
 // JSON line per query it evaluates; empty: none.
 func PrometheusLogging(t testing.TB, queryLog string, openMetricsFiles ...string) *PromServer {
 	t.Helper()
-	prom := binary(t, "VLLM_DIAG_PROMETHEUS", "prometheus-"+PrometheusVersion, "prometheus")
 	promtool := PromtoolPath(t)
-	dir := t.TempDir()
-	data := filepath.Join(dir, "data")
+	data := filepath.Join(t.TempDir(), "data")
 	for _, f := range openMetricsFiles {
 		run(t, promtool, "tsdb", "create-blocks-from", "openmetrics", f, data)
 	}
-	cfg := filepath.Join(dir, "prometheus.yml")
+	return serveTSDB(t, data, queryLog)
+}
+
+// PrometheusOn starts a Prometheus on an existing TSDB directory, such as one a command
+// saved. It scrapes nothing and keeps every block.
+func PrometheusOn(t testing.TB, tsdbDir string) *PromServer {
+	t.Helper()
+	return serveTSDB(t, tsdbDir, "")
+}
+
+// serveTSDB starts Prometheus on the TSDB in data, with its query log in queryLog (if any).
+func serveTSDB(t testing.TB, data, queryLog string) *PromServer {
+	t.Helper()
+	prom := binary(t, "VLLM_DIAG_PROMETHEUS", "prometheus-"+PrometheusVersion, "prometheus")
+	cfg := filepath.Join(t.TempDir(), "prometheus.yml")
 	config := "global:\n  scrape_interval: 15s\n"
 	if queryLog != "" {
 		config += fmt.Sprintf("  query_log_file: %q\n", queryLog)

@@ -40,6 +40,10 @@ type options struct {
 	watch bool
 	every time.Duration
 
+	fromDir string
+	scrape  string
+	save    string
+
 	baseline      string
 	optimisations []string
 }
@@ -121,6 +125,9 @@ Exit codes: 0 nothing firing, 1 warnings, 2 critical findings, 3 a backend unrea
 	pf.StringVar(&o.conn.spanInstanceAttr, "span-instance-attribute", "", "span attribute equal to the instance label (default service.instance.id)")
 	pf.StringVar(&o.conn.spanModelAttr, "span-model-attribute", "", "span attribute holding the model (default gen_ai.response.model)")
 	root.Flags().BoolVar(&o.watch, "watch", false, "evaluate on the rule clock and print only state changes (pending, firing, resolved); with --from, replay that range")
+	root.Flags().StringVar(&o.fromDir, "from-dir", "", "diagnose a TSDB directory (demo --save, --scrape --save) in an embedded Prometheus instead of --prometheus; default range: all its data")
+	root.Flags().StringVar(&o.scrape, "scrape", "", "scrape these vLLM /metrics URLs (http://HOST:PORT, comma-separated) into an embedded Prometheus every --scrape-interval, then diagnose once the quickest rule has data")
+	root.Flags().StringVar(&o.save, "save", "", "with --scrape: keep the TSDB in this new directory, for --from-dir or a Prometheus's --storage.tsdb.path")
 	root.Flags().DurationVar(&o.every, "every", time.Minute, "rule clock of --watch")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%v (see vllm-diagnose --help)", err) })
 
@@ -143,7 +150,7 @@ Exit codes: 0 nothing firing, 1 warnings, 2 critical findings, 3 a backend unrea
 	}
 	verdictCmd.Flags().StringVar(&o.baseline, "baseline", "", "the window to compare with, FROM..TO (each as --from), such as now-7d..now-6d")
 	verdictCmd.Flags().StringSliceVar(&o.optimisations, "optimisations", nil, "optimisations deployed between the windows: "+optimisationNames())
-	root.AddCommand(explain, verdictCmd)
+	root.AddCommand(explain, verdictCmd, c.demoCommand())
 	c.root = root
 	return c
 }
@@ -210,6 +217,9 @@ func (c *rootCommand) start(ctx context.Context) (*engine, error) {
 }
 
 func isTerminal(w io.Writer) bool {
+	if l, ok := w.(*lockedWriter); ok {
+		w = l.w
+	}
 	f, ok := w.(*os.File)
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
@@ -247,10 +257,21 @@ func (c *rootCommand) withTimeout(ctx context.Context) (context.Context, context
 
 // runDiagnosis answers the root command: the findings of the range, or --watch.
 func (c *rootCommand) runDiagnosis(ctx context.Context) error {
+	if c.opts.scrape != "" {
+		return c.runScrape(ctx)
+	}
+	if c.opts.fromDir != "" {
+		return c.runFromDir(ctx)
+	}
 	from, to, err := c.timeRange()
 	if err != nil {
 		return err
 	}
+	return c.diagnose(ctx, from, to)
+}
+
+// diagnose prints the findings of the range from the Prometheus of the flags, or --watch.
+func (c *rootCommand) diagnose(ctx context.Context, from, to time.Time) error {
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	e, err := c.start(ctx)

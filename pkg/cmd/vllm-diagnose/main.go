@@ -6,6 +6,12 @@
 //	    [--output table|json|prometheus] [--watch [--every 1m]]
 //	vllm-diagnose explain TRACE_ID --prometheus URL --jaeger URL
 //	vllm-diagnose verdict --baseline FROM..TO --prometheus URL [--since 1h | --from T --to T]
+//	vllm-diagnose --scrape URL[,URL…] [--scrape-interval 15s] [--watch] [--save DIR]
+//	vllm-diagnose --from-dir DIR [--from T --to T]
+//	vllm-diagnose demo [--scenario NAME] [--generation v0|v1] [--list] [--save DIR]
+//
+// Without a Prometheus, --scrape, --from-dir and demo run an embedded one (package embedprom):
+// scraping vLLM's /metrics, reading a saved TSDB directory, or holding a simulated scenario.
 //
 // It does not re-implement the diagnosis: it builds the data source settings Grafana would
 // send (the names of README's Settings), creates the plugin's own instance in-process with

@@ -77,7 +77,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	sc, err := scenario(*name, *generation)
+	sc, err := sim.LookupGeneration(*name, vllm.Generation(*generation))
 	if err != nil {
 		return err
 	}
@@ -118,7 +118,7 @@ func backfill(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *name == "" || *omPath == "" || *truthPath == "" {
 		return errors.New("backfill needs --scenario, --openmetrics and --truth\n" + usage)
 	}
-	sc, err := scenario(*name, *generation)
+	sc, err := sim.LookupGeneration(*name, vllm.Generation(*generation))
 	if err != nil {
 		return err
 	}
@@ -156,21 +156,6 @@ func backfill(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fmt.Fprintf(stdout, "%s: %d instances, %s from %s; %d spans; %d ground-truth findings\n",
 		sc.Name, len(sc.Instances), *duration, start.UTC().Format(time.RFC3339), len(res.Spans), len(res.Truth))
 	return nil
-}
-
-func scenario(name, generation string) (sim.Scenario, error) {
-	sc, err := sim.Lookup(name)
-	if err != nil {
-		return sc, err
-	}
-	switch vllm.Generation(generation) {
-	case "":
-	case vllm.GenerationV0, vllm.GenerationV1:
-		sc.Generation = vllm.Generation(generation)
-	default:
-		return sc, fmt.Errorf("--generation %q: want v0 or v1", generation)
-	}
-	return sc, nil
 }
 
 // parseStart reads an RFC 3339 time or now-DURATION (now-2h), truncated to the second.
