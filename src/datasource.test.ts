@@ -13,6 +13,7 @@ const vars = {
   sigs: ['ttft_p99', 'kv_usage'],
   rule: 'kv_cache_saturated',
   from: 'now-7d',
+  topk: '5',
 };
 
 function dataSource() {
@@ -58,6 +59,7 @@ describe('applyTemplateVariables', () => {
       { baselineFrom: 'now-7d', baselineTo: 'now-6d' },
     ],
     ['the text form', { expr: 'explain ${traceId}' }, { expr: `explain ${vars.traceId}` }],
+    ['the number of worst instances', { topK: '$topk' }, { topK: '5' }],
   ])('interpolates %s', (_name, fields, want) => {
     const got = dataSource().applyTemplateVariables({ refId: 'A', ...fields }, {});
     expect(got).toMatchObject(want);

@@ -93,6 +93,7 @@ export class DataSource extends DataSourceWithBackend<VllmQuery, VllmDataSourceO
       traceId: plain(query.traceId),
       baselineFrom: plain(query.baselineFrom),
       baselineTo: plain(query.baselineTo),
+      topK: plain(query.topK),
       expr: plain(query.expr),
       signals: splitList(query.signals, t, scopedVars),
       rules: splitList(query.rules, t, scopedVars),

@@ -20,8 +20,9 @@ export const QUERY_TYPES: readonly QueryType[] = ['signals', 'diagnosis', 'reque
 /**
  * DiagnosisFormat is the form of a diagnosis query's answer, one of diagnosisFormats.
  *
- * - `findings`: the findings table, also usable as annotations (headlineOnly and severities select)
- * - `timeline`: each instance's and rule's state over time (allRules: every rule of every instance)
+ * - `findings`: the findings table, also usable as annotations (headlineOnly, severities and oneInstance select)
+ * - `timeline`: each instance's state over time, one row each; rule rows for one instance, named rules, ruleRows or
+ *   allRules (every rule of every instance)
  * - `alert`: one series per rule and instance, 1 while its condition holds, for alert rules
  * - `fleet`: one line per instance and model, worst first: its headline finding or healthy
  * - `recommendation`: the recommended value per rule and instance while a finding holds, for alert summaries
@@ -106,6 +107,12 @@ export interface QueryModel {
    */
   signals?: string[];
   /**
+   * signals: With more instances than this, each signal's series are those of the this-many instances worst by that
+   * signal over the range (highest mean, or lowest for a rate where low is bad) and the median of every instance as a
+   * reference: a whole number or a template variable; empty or 0 means every series.
+   */
+  topK?: string;
+  /**
    * diagnosis: The answer's form; empty means the default. Default: 'findings'. explain: The answer's form; empty means
    * the explanation.
    */
@@ -127,6 +134,18 @@ export interface QueryModel {
    * needs (vllm-diagnose); the default shows what happened.
    */
   allRules?: boolean;
+  /**
+   * diagnosis: Timeline format: below each instance's headline row, a row for each rule that was pending or firing on
+   * it, however many instances the range holds; by default an instance has rule rows only when it is the only one in
+   * range, or when the query names rules.
+   */
+  ruleRows?: boolean;
+  /**
+   * diagnosis: Findings format: findings only when the range holds one instance, as graphs' annotations ask (a fleet's
+   * findings are the table's and the timeline's, not shading over every graph); with several, no finding and a notice
+   * saying to select one.
+   */
+  oneInstance?: boolean;
   /** requests: Only the requests with an anomaly reason. */
   anomalousOnly?: boolean;
   /** requests: Only the requests whose time to first token is at least this many seconds. */

@@ -1,7 +1,7 @@
 // Package correlate joins vLLM requests (one span each, pkg/traces) with the aligned metric
 // series (pkg/series) and the diagnosis findings (pkg/diagnosis) of their time and instance,
 // flags the requests that stand out in their window, and explains one request. It is pure: no
-// I/O, no HTTP, no Grafana (DESIGN §5).
+// I/O, no HTTP, no Grafana: the handlers in pkg/plugin fetch, this package only computes.
 //
 // # The join
 //
@@ -78,6 +78,7 @@
 // queue; decode), picks the active finding whose mechanism lengthens that stage (else the
 // instance's headline finding), and writes one sentence a user can act on. When the request
 // stands out and no active finding explains that stage, or the finding is prefill_bound or
-// decode_bound (a symptom without a specific cause), Explanation.Profile gives seed 004's third
-// tier: the steps to profile that instance with a few requests shaped like this one.
+// decode_bound (a symptom without a specific cause), Explanation.Profile gives the third tier
+// of the method (metrics, traces, then a profile): the steps to profile that instance with a
+// few requests shaped like this one.
 package correlate

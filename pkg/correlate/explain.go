@@ -52,7 +52,8 @@ type Explanation struct {
 	Notes []string
 	// Sentence is the explanation in one sentence.
 	Sentence string
-	// Profile is seed 004's third tier: the steps to profile the request's instance, set when
+	// Profile is the third tier of the operators' method (metrics, then traces, then a profile):
+	// the steps to profile the request's instance, set when
 	// the request stands out and no active finding explains its slow stage, or when the
 	// finding named is prefill_bound or decode_bound (a symptom with no specific cause on the
 	// instance). Empty otherwise.

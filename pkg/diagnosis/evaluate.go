@@ -85,6 +85,19 @@ type Result struct {
 	Notices   []Notice
 }
 
+// Instances are the distinct instances the result evaluated, in the order of its timelines.
+func (r Result) Instances() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, tl := range r.Timelines {
+		if !seen[tl.Key.Instance] {
+			seen[tl.Key.Instance] = true
+			out = append(out, tl.Key.Instance)
+		}
+	}
+	return out
+}
+
 // Timeline is every evaluated rule's state per step for one key.
 type Timeline struct {
 	Key   series.Key

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,12 +20,17 @@ import (
 	"github.com/seed/vllm-datasource/pkg/diagnosis"
 	"github.com/seed/vllm-datasource/pkg/frames"
 	"github.com/seed/vllm-datasource/pkg/plugin"
+	"github.com/seed/vllm-datasource/pkg/series"
 	"github.com/seed/vllm-datasource/pkg/sim"
 	"github.com/seed/vllm-datasource/pkg/stack"
 	"github.com/seed/vllm-datasource/pkg/testbed"
 )
 
 const fleetSize = 14
+
+// topK is the dashboards' topk variable as this test sets it: graphs draw at most topK + 1
+// series per signal (the worst instances and the fleet median).
+const topK = 5
 
 // fleetBed is a simulated fleet of 14 instances (five faulty) over two hours in a real
 // Prometheus, with one span in five in a real Jaeger, and the plugin pointed at both.
@@ -74,18 +80,27 @@ func newFleetBed(t *testing.T) *fleetBed {
 	return b
 }
 
-// vars replaces the dashboards' variables as Grafana does with every instance and model
-// selected (their allValue .*) and the verdict's baseline left at its default (empty).
-func (b *fleetBed) vars(instance string) *strings.Replacer {
+// vars replaces the dashboards' variables as Grafana does with every model selected (their
+// allValue .*), the verdict's baseline left at its default (empty) and topk at topK.
+func vars(instance, traceID string) *strings.Replacer {
 	return strings.NewReplacer(
-		`"${datasource}"`, `"vllm"`, `"$instance"`, `"`+instance+`"`, `"$model"`, `".*"`, `"$traceId"`, `"`+b.traceID+`"`,
-		`"$baselineFrom"`, `""`, `"$baselineTo"`, `""`,
+		`"${datasource}"`, `"vllm"`, `"$instance"`, `"`+instance+`"`, `"$model"`, `".*"`, `"$traceId"`, `"`+traceID+`"`,
+		`"$baselineFrom"`, `""`, `"$baselineTo"`, `""`, `"$topk"`, `"`+strconv.Itoa(topK)+`"`,
 	)
 }
 
+// run answers a dashboard query with the instance variable set to instance, and the trace id
+// to the slowest request of the saturated instance.
 func (b *fleetBed) run(t *testing.T, tg stack.Target, instance string) (plugin.Query, backend.DataResponse) {
 	t.Helper()
-	raw := b.vars(instance).Replace(string(tg.JSON))
+	return b.runTrace(t, tg, instance, b.traceID)
+}
+
+// runTrace is run with the trace id variable set to traceID ("" as when the drill-down is
+// opened on its own).
+func (b *fleetBed) runTrace(t *testing.T, tg stack.Target, instance, traceID string) (plugin.Query, backend.DataResponse) {
+	t.Helper()
+	raw := vars(instance, traceID).Replace(string(tg.JSON))
 	require.NotContains(t, raw, `"$`, "a template variable this test does not set")
 	q, err := stack.DecodeQuery([]byte(raw))
 	require.NoError(t, err)
@@ -125,12 +140,20 @@ func TestDashboardsOnAFleet(t *testing.T) {
 					assert.True(t, hasField(r.Frames, name), "panel %q reads field %q, which no frame of the explain answer has", tg.Panel, name)
 				}
 			}
-			if q, ok := q.(plugin.DiagnosisQuery); ok {
+			switch q := q.(type) {
+			case plugin.DiagnosisQuery:
 				switch q.Format {
 				case plugin.FormatFleet:
 					b.checkFleet(t, r.Frames)
 				case plugin.FormatTimeline:
 					b.checkTimeline(t, r.Frames)
+					_, one := b.run(t, tg, b.saturated)
+					require.NoError(t, one.Error)
+					b.checkTimelineOfOne(t, one.Frames)
+				}
+			case plugin.SignalsQuery:
+				if tg.PanelType == "timeseries" {
+					b.checkGraph(t, tg, r.Frames)
 				}
 			}
 		})
@@ -141,18 +164,16 @@ func TestDashboardsOnAFleet(t *testing.T) {
 		inst := b.saturated
 		var rows int
 		for _, tg := range targets {
-			if tg.PanelType != "annotation" || (tg.File != "vllm-overview.json" && tg.File != "vllm-diagnosis.json") {
+			if tg.PanelType != "annotation" {
 				continue
 			}
-			_, all := b.run(t, tg, ".*")
+			q, all := b.run(t, tg, ".*")
+			if _, ok := q.(plugin.DiagnosisQuery); !ok {
+				continue // the drill-down's own request
+			}
 			require.NoError(t, all.Error)
-			perInstance := map[string]int{}
-			for _, f := range findingsOf(t, all.Frames[0]) {
-				perInstance[f.instance]++
-			}
-			for i, n := range perInstance {
-				assert.Equal(t, 1, n, "%s: %s draws %d headline findings of one instance", tg.File, i, n)
-			}
+			assert.Zero(t, all.Frames[0].Rows(), "%s, %s shades findings over every instance", tg.File, tg.Panel)
+			assert.NotEmpty(t, noticesOf(all.Frames), "%s, %s answers no finding and says not why", tg.File, tg.Panel)
 			_, one := b.run(t, tg, inst)
 			require.NoError(t, one.Error)
 			for _, f := range findingsOf(t, one.Frames[0]) {
@@ -162,6 +183,44 @@ func TestDashboardsOnAFleet(t *testing.T) {
 		}
 		assert.Positive(t, rows, "the annotations draw no finding on %s, whose KV cache was saturated", inst)
 	})
+
+	t.Run("the drill-down opened without a trace id", func(t *testing.T) {
+		explains := 0
+		for _, tg := range targets {
+			if tg.DashboardUID != frames.DrillDownUID || tg.Datasource.Type != stack.PluginID {
+				continue
+			}
+			q, r := b.runTrace(t, tg, ".*", "")
+			require.NoError(t, r.Error, "panel %q", tg.Panel)
+			if e, ok := q.(plugin.ExplainQuery); ok && e.Format == "" {
+				explains++
+				f, _ := r.Frames[0].FieldByName("explanation")
+				require.NotNil(t, f, "panel %q", tg.Panel)
+				assert.Contains(t, f.At(0), "click a trace id", "panel %q", tg.Panel)
+			}
+		}
+		assert.Positive(t, explains, "the drill-down explains no request")
+	})
+}
+
+// checkGraph: with every instance selected, a graph's query draws at most topK + 1 series
+// per signal (its worst instances and the fleet median); the KV cache graph's worst include
+// the instance whose KV cache the simulator saturated.
+func (b *fleetBed) checkGraph(t *testing.T, tg stack.Target, fs data.Frames) {
+	perSignal := map[string][]string{}
+	for _, f := range fs {
+		if len(f.Fields) < 2 {
+			continue
+		}
+		perSignal[f.Name] = append(perSignal[f.Name], f.Fields[1].Labels["instance"])
+	}
+	for sig, insts := range perSignal {
+		assert.LessOrEqual(t, len(insts), topK+1, "panel %q draws %d series of %s", tg.Panel, len(insts), sig)
+		assert.Contains(t, insts, frames.MedianLabel, "panel %q: %s has no fleet median", tg.Panel, sig)
+	}
+	if kv, ok := perSignal[string(series.KVUsage)]; ok {
+		assert.Contains(t, kv, b.saturated, "panel %q: the worst KV usage leaves out %s, whose KV cache was saturated", tg.Panel, b.saturated)
+	}
 }
 
 // inRange lists the injected faults that overlap the bed's range, by instance.
@@ -199,9 +258,35 @@ func (b *fleetBed) checkFleet(t *testing.T, fs data.Frames) {
 	}
 }
 
-// checkTimeline: at most one headline row per instance, every other row a rule that was
-// pending or firing, and a row for each injected rule on its instance.
+// checkTimeline: with every instance selected, one headline row per instance and no rule
+// row; each instance with an injected fault in the range leaves ok at some step.
 func (b *fleetBed) checkTimeline(t *testing.T, fs data.Frames) {
+	headlines := map[string]int{}
+	eventful := map[string]bool{}
+	for _, f := range fs {
+		for _, field := range f.Fields[1:] {
+			require.Equal(t, "headline", field.Name, "a rule row with every instance selected")
+			inst := field.Labels["instance"]
+			headlines[inst]++
+			for i := 0; i < field.Len(); i++ {
+				s := field.At(i).(string)
+				eventful[inst] = eventful[inst] || (s != diagnosis.OK.String() && s != diagnosis.InsufficientData.String() && s != diagnosis.NotApplicable.String())
+			}
+		}
+	}
+	assert.LessOrEqual(t, len(headlines), fleetSize)
+	for inst, n := range headlines {
+		assert.Equal(t, 1, n, "%s has %d headline rows", inst, n)
+	}
+	for inst, rule := range b.inRange() {
+		assert.True(t, eventful[inst], "%s's headline row never shows %s, injected there", inst, rule)
+	}
+	t.Logf("timeline: %d headline rows", len(headlines))
+}
+
+// checkTimelineOfOne: with one instance selected, its headline and rule rows, the injected
+// rule's pending or firing.
+func (b *fleetBed) checkTimelineOfOne(t *testing.T, fs data.Frames) {
 	headlines := map[string]int{}
 	ruleRows := map[string]bool{}
 	for _, f := range fs {
@@ -211,23 +296,16 @@ func (b *fleetBed) checkTimeline(t *testing.T, fs data.Frames) {
 				headlines[inst]++
 				continue
 			}
-			changed := false
 			for i := 0; i < field.Len(); i++ {
 				s := field.At(i).(string)
-				changed = changed || s == diagnosis.Pending.String() || s == diagnosis.Firing.String()
+				if s == diagnosis.Pending.String() || s == diagnosis.Firing.String() {
+					ruleRows[field.Name+" "+inst] = true
+				}
 			}
-			assert.True(t, changed, "row %s on %s never left ok", field.Name, inst)
-			ruleRows[field.Name+" "+inst] = true
 		}
 	}
-	assert.LessOrEqual(t, len(headlines), fleetSize)
-	for inst, n := range headlines {
-		assert.Equal(t, 1, n, "%s has %d headline rows", inst, n)
-	}
-	for inst, rule := range b.inRange() {
-		assert.True(t, ruleRows[rule+" "+inst], "no %s row for %s, where it was injected", rule, inst)
-	}
-	t.Logf("timeline: %d headline rows, %d rule rows", len(headlines), len(ruleRows))
+	assert.Equal(t, map[string]int{b.saturated: 1}, headlines, "the headline rows of one instance")
+	assert.True(t, ruleRows[b.faulty[b.saturated]+" "+b.saturated], "no %s row for %s, where it was injected", b.faulty[b.saturated], b.saturated)
 }
 
 func hasRows(fs data.Frames) bool {

@@ -2,6 +2,7 @@ package frames
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,6 +73,9 @@ func TestNoRequest(t *testing.T) {
 	fs := NoRequest()
 	if len(fs) != 1 || len(fs[0].Meta.Notices) != 1 || fs[0].Meta.Notices[0].Severity != data.NoticeSeverityInfo {
 		t.Fatalf("%+v, want one frame with one info notice", fs)
+	}
+	if f := fs[0]; f.Rows() != 1 || f.Fields[0].Name != "explanation" || !strings.Contains(f.Fields[0].At(0).(string), "click a trace id") {
+		t.Errorf("fields %v, want the instruction as the explanation's one row", f.Fields)
 	}
 }
 

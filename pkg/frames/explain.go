@@ -104,11 +104,14 @@ type Around struct {
 }
 
 // NoRequest is the answer of an explain query without a trace id (the drill-down opened on its
-// own, not from a request link): an instruction, not an error badge on its panels.
+// own, not from a request link): an instruction, not an error badge on its panels. The
+// instruction is the explanation field's one row, so a table shows it where the explanation
+// would be, and the notice says it too.
 func NoRequest() data.Frames {
-	f := data.NewFrame("explanation")
+	const what = "No request chosen: click a trace id in Anomalous requests (or set the Trace ID variable) to explain that request here."
+	f := data.NewFrame("explanation", named(data.NewField("explanation", nil, []string{what}), "Explanation", ""))
 	f.Meta = &data.FrameMeta{Notices: []data.Notice{{Severity: data.NoticeSeverityInfo,
-		Text: "No request selected: click a trace id in a requests table (or set the Trace ID variable) to explain that request. An explain query reads explain <traceId>."}}}
+		Text: what + " An explain query reads explain <traceId>."}}}
 	return data.Frames{f}
 }
 

@@ -1,6 +1,7 @@
 package frames
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -74,6 +75,17 @@ func Findings(res diagnosis.Result) *data.Frame {
 		data.NewField("recommended", nil, recommended),
 	)
 	frame.Meta = &data.FrameMeta{PreferredVisualization: data.VisTypeTable, Notices: notices(res.Notices, nil, "")}
+	return frame
+}
+
+// FindingsOfOneInstance is the findings frame of a query that draws one instance's findings
+// (graph annotations) when the range holds n instances: no finding, and a notice saying why.
+func FindingsOfOneInstance(res diagnosis.Result, n int) *data.Frame {
+	res.Findings = nil
+	frame := Findings(res)
+	frame.Meta.Notices = append([]data.Notice{{Severity: data.NoticeSeverityInfo, Text: fmt.Sprintf(
+		"%d instances in range: findings are drawn on graphs for one instance only; select one, or read the fleet's findings in the table and the timeline.", n)}},
+		frame.Meta.Notices...)
 	return frame
 }
 

@@ -207,3 +207,17 @@ func TestAlertSeriesOfNoInstanceIsOneTypedEmptyFrame(t *testing.T) {
 		t.Fatalf("frames %v", frames)
 	}
 }
+
+func TestFindingsOfOneInstanceOnAFleetIsEmptyWithANoticeSayingToSelectOne(t *testing.T) {
+	res := fleetDiagnosed(t, 3)
+	if len(res.Findings) == 0 {
+		t.Fatal("the saturated instance has no finding to leave out")
+	}
+	f := FindingsOfOneInstance(res, 3)
+	if f.Rows() != 0 || len(f.Fields) != len(Findings(res).Fields) {
+		t.Fatalf("%d rows, %d fields; want the findings table's fields and no row", f.Rows(), len(f.Fields))
+	}
+	if n := f.Meta.Notices; len(n) == 0 || !strings.Contains(n[0].Text, "3 instances in range") || !strings.Contains(n[0].Text, "select one") {
+		t.Errorf("notices %+v", n)
+	}
+}

@@ -13,15 +13,36 @@ import (
 type SignalInfo struct {
 	Label string
 	Unit  string
+	// LowerIsWorse: the worst instances by this signal are the lowest.
+	LowerIsWorse bool
 }
 
+// MedianLabel is the instance label of a signal's median across instances, the reference line
+// drawn beside the worst instances (Signals' topK).
+const MedianLabel = "fleet median"
+
 // Signals returns one time-series frame per signal and key, labelled with instance and
-// model_name, in the order the signals were asked for. Notices go on the first frame.
-func Signals(set *series.Set, wanted []series.Signal, info func(series.Signal) SignalInfo, executed string, notices []string) data.Frames {
+// model_name, in the order the signals were asked for. With topK > 0 and more keys than that
+// holding a signal, the signal's frames are those of its topK worst keys (Set.Worst), worst
+// first, and then its median across every key, labelled instance MedianLabel. Notices go on
+// the first frame.
+func Signals(set *series.Set, wanted []series.Signal, info func(series.Signal) SignalInfo, executed string, notices []string, topK int) data.Frames {
 	var out data.Frames
-	eachSeries(set, wanted, info, func(s *series.Series, si SignalInfo) {
-		out = append(out, signalFrame(set.Grid, s, si))
-	})
+	for _, sig := range wanted {
+		si := info(sig)
+		keys := set.Worst(sig, si.LowerIsWorse)
+		if topK <= 0 || len(keys) <= topK {
+			eachSeries(set, []series.Signal{sig}, info, func(s *series.Series, si SignalInfo) {
+				out = append(out, signalFrame(set.Grid, s, si))
+			})
+			continue
+		}
+		for _, k := range keys[:topK] {
+			out = append(out, signalFrame(set.Grid, set.Get(k, sig), si))
+		}
+		median := &series.Series{Signal: sig, Key: series.Key{Instance: MedianLabel}, Values: set.Median(sig)}
+		out = append(out, signalFrame(set.Grid, median, si))
+	}
 	if len(out) == 0 {
 		out = data.Frames{data.NewFrame("signals")}
 	}

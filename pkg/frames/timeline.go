@@ -11,9 +11,25 @@ import (
 	"github.com/seed/vllm-datasource/pkg/series"
 )
 
-// ReadableRows is how many rows a state timeline panel draws legibly at its provisioned
-// height. Past it, the timeline drops the instances that were ok throughout.
-const ReadableRows = 30
+// ReadableRows is how many rows a state timeline panel draws legibly (at least 20 px each) at
+// its provisioned height: the dashboards size their timeline panels for it. Past it, the
+// timeline drops instances, quietest first.
+const ReadableRows = 20
+
+// TimelineRows says which rule rows a timeline draws below each instance's headline row.
+type TimelineRows int
+
+const (
+	// HeadlineRows is one row per instance, its headline state; when the range holds one
+	// instance, a row for every rule follows.
+	HeadlineRows TimelineRows = iota
+	// EventfulRules adds, below each instance, a row for each rule that was pending or firing
+	// on it in the range (every rule when the range holds one instance).
+	EventfulRules
+	// EveryRule is a row for every rule of every instance, quiet ones included; no instance
+	// is dropped.
+	EveryRule
+)
 
 // stateColors colour the timeline's rule states the way Grafana's alert list does.
 var stateColors = data.ValueMapper{
@@ -63,21 +79,26 @@ func headlineMappings(rules []diagnosis.Rule) data.ValueMappings {
 // Timeline is the `timeline` format for Grafana's state timeline panel: one frame per instance
 // and model, worst first. Its first string field, `headline`, is the instance's state at each
 // step: the most severe finding firing then (its severity and rule, see HeadlineValue), else a
-// pending rule, else ok (or insufficient data / not applicable when no rule could tell). One
-// string field per rule follows (states ok, pending, firing, insufficient_data,
-// not_applicable) for every rule when the range holds one instance, and otherwise only for the
-// rules that were pending or firing on that instance in the range. When more than ReadableRows
-// rows would be drawn, instances that were ok throughout are dropped, and a notice says how
-// many: at 500 instances the panel shows the ones that had something. With every set, each
-// instance has a field for every rule and none is dropped. The first frame carries every
-// notice of the evaluation.
-func Timeline(res diagnosis.Result, every bool) data.Frames {
+// pending rule, else ok (or insufficient data / not applicable when no rule could tell); the
+// row is labelled with the instance alone (and its model when the instance serves several),
+// and the rule shows as the band's value. The rule fields that follow (states ok, pending,
+// firing, insufficient_data, not_applicable) are the ones rows asks for. Unless rows is
+// EveryRule, when more than ReadableRows rows would be drawn, instances are dropped, first those
+// that were ok throughout, then the least severe, and a notice says how many: at 500 instances
+// the panel shows the worst. The first frame carries every notice of the evaluation.
+func Timeline(res diagnosis.Result, rows TimelineRows) data.Frames {
 	times := gridTimes(res.Grid)
-	instances := map[string]bool{}
+	models := map[string]int{}
 	for _, tl := range res.Timelines {
-		instances[tl.Key.Instance] = true
+		models[tl.Key.Instance]++
 	}
-	allRules := every || len(instances) == 1
+	withRules := func([]diagnosis.State) bool { return false }
+	switch {
+	case rows == EveryRule || len(models) == 1:
+		withRules = func([]diagnosis.State) bool { return true }
+	case rows == EventfulRules:
+		withRules = eventful
+	}
 	byKey := map[series.Key][]diagnosis.Finding{}
 	for _, f := range res.Findings {
 		byKey[f.Key] = append(byKey[f.Key], f)
@@ -87,17 +108,19 @@ func Timeline(res diagnosis.Result, every bool) data.Frames {
 	type row struct {
 		frame *data.Frame
 		worst int
-		quiet bool
 	}
-	rows := make([]row, 0, len(res.Timelines))
-	drawn := 0
+	all := make([]row, 0, len(res.Timelines))
 	for _, tl := range res.Timelines {
 		values, worst := headlineStates(tl, byKey[tl.Key], times, res.Grid.Step)
+		label := tl.Key.Instance
+		if models[tl.Key.Instance] > 1 {
+			label = keyDisplay(tl.Key)
+		}
 		head := data.NewField("headline", KeyLabels(tl.Key), values)
-		head.Config = &data.FieldConfig{DisplayNameFromDS: keyDisplay(tl.Key), Mappings: mappings}
+		head.Config = &data.FieldConfig{DisplayNameFromDS: label, Mappings: mappings}
 		frame := data.NewFrame("timeline "+keyName(tl.Key), data.NewField("time", nil, times), head)
 		for _, rs := range tl.Rules {
-			if !allRules && !eventful(rs.States) {
+			if !withRules(rs.States) {
 				continue
 			}
 			states := make([]string, len(rs.States))
@@ -108,29 +131,35 @@ func Timeline(res diagnosis.Result, every bool) data.Frames {
 			field.Config = &data.FieldConfig{DisplayNameFromDS: displayName(rs.Rule, tl.Key), Mappings: data.ValueMappings{stateColors}}
 			frame.Fields = append(frame.Fields, field)
 		}
-		rows = append(rows, row{frame: frame, worst: worst, quiet: worst < 0})
-		drawn += len(frame.Fields) - 1
+		all = append(all, row{frame: frame, worst: worst})
 	}
-	sort.SliceStable(rows, func(i, j int) bool { return rows[i].worst > rows[j].worst })
+	sort.SliceStable(all, func(i, j int) bool { return all[i].worst > all[j].worst })
 
 	var out data.Frames
-	dropQuiet := drawn > ReadableRows && !allRules
-	dropped := 0
-	for _, r := range rows {
-		if r.quiet && dropQuiet {
-			dropped++
+	drawn, quiet, lesser, full := 0, 0, 0, false
+	for _, r := range all {
+		n := len(r.frame.Fields) - 1
+		// Once an instance does not fit, neither does any less severe one after it.
+		full = full || (rows != EveryRule && len(out) > 0 && drawn+n > ReadableRows)
+		if full {
+			if r.worst < 0 {
+				quiet++
+			} else {
+				lesser++
+			}
 			continue
 		}
 		out = append(out, r.frame)
+		drawn += n
 	}
 	if len(out) == 0 {
 		out = append(out, data.NewFrame("timeline"))
 	}
 	meta := &data.FrameMeta{Notices: notices(res.Notices, nil, "")}
-	if dropped > 0 {
+	if quiet+lesser > 0 {
 		meta.Notices = append([]data.Notice{{Severity: data.NoticeSeverityInfo, Text: fmt.Sprintf(
-			"%d of %d instances were ok throughout the range and are not drawn; select an instance to see all its rules.",
-			dropped, len(rows))}}, meta.Notices...)
+			"%d of %d instances are not drawn (%d ok throughout, %d with less severe findings than those drawn): the fleet table lists every instance; select one to see all its rules.",
+			quiet+lesser, len(all), quiet, lesser)}}, meta.Notices...)
 	}
 	out[0].Meta = meta
 	return out

@@ -48,16 +48,11 @@ func rowsOf(t *testing.T, frames data.Frames) []string {
 	return rows
 }
 
-func TestTimelineShowsAHeadlineRowPerInstanceAndOnlyTheRulesThatHappened(t *testing.T) {
+func TestTimelineShowsOneRowPerInstanceLabelledWithTheInstance(t *testing.T) {
 	res := diagnosed(t)
-	frames := Timeline(res, false)
+	frames := Timeline(res, HeadlineRows)
 	got := rowsOf(t, frames)
-	// The saturated instance's rule row follows its headline; the calm one has only a headline.
-	want := []string{
-		keySat.Instance + " · llama",
-		keySat.Instance + " · llama · " + diagnosis.KVCacheSaturated,
-		keyCalm.Instance + " · llama",
-	}
+	want := []string{keySat.Instance, keyCalm.Instance}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("rows\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
@@ -83,9 +78,32 @@ func TestTimelineShowsAHeadlineRowPerInstanceAndOnlyTheRulesThatHappened(t *test
 	}
 }
 
+func TestTimelineWithEventfulRulesAddsTheRulesThatHappened(t *testing.T) {
+	got := rowsOf(t, Timeline(diagnosed(t), EventfulRules))
+	// The saturated instance's rule row follows its headline; the calm one has only a headline.
+	want := []string{
+		keySat.Instance,
+		keySat.Instance + " · llama · " + diagnosis.KVCacheSaturated,
+		keyCalm.Instance,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("rows\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestTimelineLabelsAnInstanceOfSeveralModelsWithTheModel(t *testing.T) {
+	a := series.Key{Instance: "vllm-a:8000", Model: "llama"}
+	b := series.Key{Instance: "vllm-a:8000", Model: "qwen"}
+	c := series.Key{Instance: "vllm-b:8000", Model: "llama"}
+	got := rowsOf(t, Timeline(kvDiagnosed(t, a, []series.Key{b, c}, nil), HeadlineRows))
+	if want := []string{"vllm-a:8000 · llama", "vllm-a:8000 · qwen", "vllm-b:8000"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("rows %v, want %v", got, want)
+	}
+}
+
 func TestTimelineOfOneInstanceShowsEveryRule(t *testing.T) {
 	res := fleetDiagnosed(t, 1)
-	got := rowsOf(t, Timeline(res, false))
+	got := rowsOf(t, Timeline(res, HeadlineRows))
 	if len(got) != 1+len(res.Rules) {
 		t.Fatalf("rows %v, want the headline and one per rule", got)
 	}
@@ -94,22 +112,25 @@ func TestTimelineOfOneInstanceShowsEveryRule(t *testing.T) {
 func TestTimelineWithEveryRuleKeepsEveryInstanceAndRule(t *testing.T) {
 	const n = 40
 	res := fleetDiagnosed(t, n)
-	got := rowsOf(t, Timeline(res, true))
+	got := rowsOf(t, Timeline(res, EveryRule))
 	if len(got) != n*(1+len(res.Rules)) {
 		t.Fatalf("%d rows, want a headline and one row per rule for each of the %d instances", len(got), n)
 	}
 }
 
-func TestTimelineOfALargeFleetDropsTheQuietInstancesWithANotice(t *testing.T) {
-	for _, n := range []int{ReadableRows, 500} {
-		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			res := fleetDiagnosed(t, n)
-			frames := Timeline(res, false)
+func TestTimelineOfALargeFleetDrawsAtMostTheReadableRowsWorstFirstWithANotice(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		rows TimelineRows
+	}{{ReadableRows + 1, HeadlineRows}, {500, HeadlineRows}, {500, EventfulRules}} {
+		t.Run(fmt.Sprint(c.n, c.rows), func(t *testing.T) {
+			frames := Timeline(fleetDiagnosed(t, c.n), c.rows)
 			got := rowsOf(t, frames)
-			if len(got) != 2 || !strings.HasPrefix(got[0], "vllm-000:8000") {
-				t.Fatalf("rows %v, want the saturated instance's headline and rule", got)
+			if len(got) > ReadableRows || got[0] != "vllm-000:8000" {
+				t.Fatalf("%d rows starting %v, want at most %d, the saturated instance first", len(got), got[0], ReadableRows)
 			}
-			want := fmt.Sprintf("%d of %d instances were ok throughout", n-1, n)
+			drawn := len(frames)
+			want := fmt.Sprintf("%d of %d instances are not drawn (%d ok throughout, 0 with", c.n-drawn, c.n, c.n-drawn)
 			if len(frames[0].Meta.Notices) == 0 || !strings.HasPrefix(frames[0].Meta.Notices[0].Text, want) {
 				t.Errorf("notices %+v, want one saying %q", frames[0].Meta.Notices, want)
 			}
@@ -117,11 +138,10 @@ func TestTimelineOfALargeFleetDropsTheQuietInstancesWithANotice(t *testing.T) {
 	}
 }
 
-func TestTimelineOfASmallFleetKeepsItsQuietInstances(t *testing.T) {
-	n := ReadableRows - 2 // with the saturated instance's rule row: ReadableRows rows
-	got := rowsOf(t, Timeline(fleetDiagnosed(t, n), false))
-	if len(got) != n+1 {
-		t.Fatalf("%d rows, want %d", len(got), n+1)
+func TestTimelineOfAFleetThatFitsDrawsEveryInstance(t *testing.T) {
+	got := rowsOf(t, Timeline(fleetDiagnosed(t, ReadableRows), HeadlineRows))
+	if len(got) != ReadableRows {
+		t.Fatalf("%d rows, want %d", len(got), ReadableRows)
 	}
 }
 
@@ -130,7 +150,7 @@ func TestTimelineOfNoInstanceIsOneFrameWithItsNotices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if frames := Timeline(res, false); len(frames) != 1 || frames[0].Meta == nil {
+	if frames := Timeline(res, HeadlineRows); len(frames) != 1 || frames[0].Meta == nil {
 		t.Fatalf("frames %v", frames)
 	}
 }
@@ -148,9 +168,44 @@ func TestHeadlineSeverityAtACoarsePanelStep(t *testing.T) {
 		Findings: []diagnosis.Finding{{Rule: diagnosis.PrefillBound, Key: k, Severity: diagnosis.Info,
 			Start: start.Add(3 * time.Minute), End: start.Add(8 * time.Minute)}},
 	}
-	frames := Timeline(res, true)
+	frames := Timeline(res, EveryRule)
 	head, _ := frames[0].FieldByName("headline")
 	if got, want := head.At(1).(string), HeadlineValue(string(diagnosis.Info), diagnosis.PrefillBound); got != want {
 		t.Errorf("headline at 10 min: %q, want %q", got, want)
+	}
+}
+
+// A fleet where every instance has a finding: past ReadableRows rows, the least severe are
+// left out (critical before warning), and the notice counts them apart from the quiet ones.
+func TestTimelineOfAFleetOfFindingsKeepsTheMostSevere(t *testing.T) {
+	grid := series.Grid{Start: start, Step: time.Minute, Len: 2}
+	res := diagnosis.Result{Grid: grid}
+	n := ReadableRows + 5
+	for i := range n {
+		k := series.Key{Instance: fmt.Sprintf("vllm-%02d:8000", i), Model: "llama"}
+		sev := diagnosis.Warning
+		if i%2 == 1 {
+			sev = diagnosis.Critical
+		}
+		res.Timelines = append(res.Timelines, diagnosis.Timeline{Key: k, Rules: []diagnosis.RuleStates{
+			{Rule: diagnosis.KVCacheSaturated, States: []diagnosis.State{diagnosis.Firing, diagnosis.Firing}}}})
+		res.Findings = append(res.Findings, diagnosis.Finding{Rule: diagnosis.KVCacheSaturated, Key: k, Severity: sev,
+			Start: start, End: start.Add(2 * time.Minute)})
+	}
+	frames := Timeline(res, HeadlineRows)
+	if len(frames) != ReadableRows {
+		t.Fatalf("%d rows, want %d", len(frames), ReadableRows)
+	}
+	criticals := 0
+	for _, f := range frames {
+		if f.Fields[1].At(0) == HeadlineValue(string(diagnosis.Critical), diagnosis.KVCacheSaturated) {
+			criticals++
+		}
+	}
+	if criticals != n/2 {
+		t.Errorf("%d critical rows drawn, want every one of the %d", criticals, n/2)
+	}
+	if want := fmt.Sprintf("5 of %d instances are not drawn (0 ok throughout, 5 with less severe findings", n); !strings.HasPrefix(frames[0].Meta.Notices[0].Text, want) {
+		t.Errorf("notice %q, want %q", frames[0].Meta.Notices[0].Text, want)
 	}
 }

@@ -83,6 +83,11 @@ func unknownSignal(t *testing.T, e *env) {
 	failsAlone(t, e, pluginContext(e.v1.URL, nil), q, badQueryFailure(`"ttft_p95"`, "ttft_p99"))
 }
 
+func badTopK(t *testing.T, e *env) {
+	q := e.dataQuery("BAD", map[string]any{"queryType": "signals", "signals": []string{"kv_usage"}, "topK": "$topk"})
+	failsAlone(t, e, pluginContext(e.v1.URL, nil), q, badQueryFailure(`topK "$topk"`, "whole number"))
+}
+
 func unknownSeverity(t *testing.T, e *env) {
 	q := e.dataQuery("BAD", map[string]any{"queryType": "diagnosis", "headlineOnly": true, "severities": []string{"critical", "fatal"}})
 	failsAlone(t, e, pluginContext(e.v1.URL, nil), q, badQueryFailure(`"fatal"`, "critical, warning, info"))

@@ -42,6 +42,7 @@ func TestPluginOverGRPC(t *testing.T) {
 		{"malformed query JSON fails that query only", malformedQueryJSON},
 		{"unknown queryType fails that query only", unknownQueryType},
 		{"unknown signal fails that query only", unknownSignal},
+		{"a topK that is not a whole number fails that query only", badTopK},
 		{"unknown severity of a findings filter fails that query only", unknownSeverity},
 		{"unknown diagnosis format fails that query only", unknownDiagnosisFormat},
 		{"unknown explain format fails that query only", unknownExplainFormat},

@@ -38,15 +38,18 @@ type diagnosisFormat struct {
 // diagnosisFormats are the formats of a diagnosis query (FormatFindings when it names none): a
 // new format is one entry here.
 var diagnosisFormats = []diagnosisFormat{
-	{EnumValue: EnumValue{Value: string(FormatFindings), Doc: "the findings table, also usable as annotations (headlineOnly and severities select)"},
-		build: func(diag *Diagnosis, _ DiagnosisQuery, sel diagnosis.Selection) data.Frames {
+	{EnumValue: EnumValue{Value: string(FormatFindings), Doc: "the findings table, also usable as annotations (headlineOnly, severities and oneInstance select)"},
+		build: func(diag *Diagnosis, query DiagnosisQuery, sel diagnosis.Selection) data.Frames {
 			res := diag.Result
+			if n := len(diag.Result.Instances()); query.OneInstance && n > 1 {
+				return data.Frames{frames.FindingsOfOneInstance(res, n)}
+			}
 			res.Findings = sel.Keep(diag.Result.Findings)
 			return data.Frames{frames.Findings(res)}
 		}},
-	{EnumValue: EnumValue{Value: string(FormatTimeline), Doc: "each instance's and rule's state over time (allRules: every rule of every instance)"},
+	{EnumValue: EnumValue{Value: string(FormatTimeline), Doc: "each instance's state over time, one row each; rule rows for one instance, named rules, ruleRows or allRules (every rule of every instance)"},
 		build: func(diag *Diagnosis, query DiagnosisQuery, _ diagnosis.Selection) data.Frames {
-			return frames.Timeline(diag.Result, query.AllRules)
+			return frames.Timeline(diag.Result, timelineRows(query))
 		}},
 	{EnumValue: EnumValue{Value: string(FormatAlert), Doc: "one series per rule and instance, 1 while its condition holds, for alert rules"},
 		build: func(diag *Diagnosis, _ DiagnosisQuery, _ diagnosis.Selection) data.Frames {
@@ -61,6 +64,17 @@ var diagnosisFormats = []diagnosisFormat{
 		build: func(diag *Diagnosis, _ DiagnosisQuery, _ diagnosis.Selection) data.Frames {
 			return frames.RecommendationSeries(diag.Result)
 		}},
+}
+
+// timelineRows is which rule rows a timeline query asks for.
+func timelineRows(q DiagnosisQuery) frames.TimelineRows {
+	switch {
+	case q.AllRules:
+		return frames.EveryRule
+	case q.RuleRows || len(q.Rules) > 0:
+		return frames.EventfulRules
+	}
+	return frames.HeadlineRows
 }
 
 func handleDiagnosis(ctx context.Context, d *Datasource, q backend.DataQuery, query DiagnosisQuery) backend.DataResponse {
@@ -82,7 +96,7 @@ func handleDiagnosis(ctx context.Context, d *Datasource, q backend.DataQuery, qu
 	}
 	// Many viewers of one dashboard ask for the same answers from the same evaluation: each
 	// is built once, and every response gets copies of its frames with their own meta.
-	built := diag.answers.get(fmt.Sprintf("%s %t %v", format.Value, query.AllRules, sel), func() data.Frames {
+	built := diag.answers.get(fmt.Sprintf("%s %d %t %v", format.Value, timelineRows(query), query.OneInstance, sel), func() data.Frames {
 		return format.build(diag, query, sel)
 	})
 	return backend.DataResponse{Frames: frames.Evaluated(frames.Copies(built), frames.Evaluation{

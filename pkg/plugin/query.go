@@ -52,6 +52,11 @@ type SignalsQuery struct {
 	// Signal names, such as ttft_p99 (the signals resource route lists them) or template
 	// variables; empty means the default.
 	Signals []string `json:"signals,omitempty"`
+	// With more instances than this, each signal's series are those of the this-many instances
+	// worst by that signal over the range (highest mean, or lowest for a rate where low is bad)
+	// and the median of every instance as a reference: a whole number or a template variable;
+	// empty or 0 means every series.
+	TopK string `json:"topK,omitempty"`
 }
 
 // DiagnosisQuery asks for the findings of the symptom-to-cause matrix over the range, in one of
@@ -71,6 +76,14 @@ type DiagnosisQuery struct {
 	// Timeline format: every rule of every instance, quiet ones included, as a program reading
 	// the states needs (vllm-diagnose); the default shows what happened.
 	AllRules bool `json:"allRules,omitempty"`
+	// Timeline format: below each instance's headline row, a row for each rule that was
+	// pending or firing on it, however many instances the range holds; by default an instance
+	// has rule rows only when it is the only one in range, or when the query names rules.
+	RuleRows bool `json:"ruleRows,omitempty"`
+	// Findings format: findings only when the range holds one instance, as graphs' annotations
+	// ask (a fleet's findings are the table's and the timeline's, not shading over every graph);
+	// with several, no finding and a notice saying to select one.
+	OneInstance bool `json:"oneInstance,omitempty"`
 }
 
 // RequestsQuery asks for the vLLM request spans of the range, each joined with the metric

@@ -41,6 +41,9 @@ type Def struct {
 	Unit        string        `json:"unit"`
 	Group       string        `json:"group"`
 	Description string        `json:"description"`
+	// LowerIsWorse marks a signal whose low values are the bad ones (a hit or acceptance
+	// rate), so that the worst instances by it are the lowest.
+	LowerIsWorse bool `json:"lowerIsWorse,omitempty"`
 	// alts are the ways to compute it, newest metric names first; every one whose metrics
 	// exist is used, joined with "or", so a fleet that mixes vLLM versions is covered.
 	alts []alt
@@ -170,7 +173,7 @@ var Catalog = []Def{
 	mean(series.QueueTimeMean, "Queue time (mean)", "s", groupStages, "Mean time from first queued to first scheduled.", vllm.QueueTime, vllm.TimeInQueueRequests),
 	mean(series.PrefillTimeMean, "Prefill time (mean)", "s", groupStages, "Mean time from first scheduled to first token (preemptions included).", vllm.PrefillTime),
 	mean(series.DecodeTimeMean, "Decode time (mean)", "s", groupStages, "Mean time from first token to last token (preemptions included).", vllm.DecodeTime),
-	{Name: series.PrefixCacheHitRate, Label: "Prefix cache hit rate", Unit: "percentunit", Group: groupCache,
+	{Name: series.PrefixCacheHitRate, Label: "Prefix cache hit rate", Unit: "percentunit", Group: groupCache, LowerIsWorse: true,
 		Description: "Prompt tokens found in the prefix cache over tokens looked up, over the rate window. " +
 			"vLLM V0 exported only a hit rate since the server started (vllm:gpu_prefix_cache_hit_rate); there the window's rate is " +
 			"approximated from that ratio weighted by the prompt tokens processed, and a window with a counter reset has no value.",
@@ -200,13 +203,13 @@ var Catalog = []Def{
 		alts: []alt{{needs: []string{vllm.RequestsWaitingByReason}, expr: func(b builder) string {
 			return fmt.Sprintf("sum by (%s) (%s)", b.by(), b.sel(vllm.RequestsWaitingByReason, is(vllm.LabelReason, "capacity")))
 		}}}},
-	{Name: series.SpecAcceptanceRate, Label: "Draft acceptance rate", Unit: "percentunit", Group: groupSpec,
+	{Name: series.SpecAcceptanceRate, Label: "Draft acceptance rate", Unit: "percentunit", Group: groupSpec, LowerIsWorse: true,
 		Description: "Accepted draft tokens over proposed draft tokens (only with speculative decoding on). " +
 			"A vLLM V0 server without the token counters has only its gauge vllm:spec_decode_draft_acceptance_rate, " +
 			"a ratio since the server started, averaged over the rate window: a change shows slowly there.",
 		alts: append(counterRatio("", "", "", "", [2]string{vllm.SpecAcceptedTokens, vllm.SpecDraftTokens}).alts,
 			lifetimeGauge(vllm.SpecAcceptanceRateV0))},
-	{Name: series.SpecAcceptanceLength, Label: "Mean acceptance length", Unit: "none", Group: groupSpec,
+	{Name: series.SpecAcceptanceLength, Label: "Mean acceptance length", Unit: "none", Group: groupSpec, LowerIsWorse: true,
 		Description: "1 + accepted tokens per draft: tokens gained per speculative step.",
 		alts: []alt{{needs: []string{vllm.SpecAcceptedTokens, vllm.SpecDrafts}, expr: func(b builder) string {
 			return fmt.Sprintf("1 + %s / %s", b.sumRate(vllm.SpecAcceptedTokens), b.sumRate(vllm.SpecDrafts))

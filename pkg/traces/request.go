@@ -308,11 +308,7 @@ func (o Options) NewRequest(sp Span) Request {
 		Service:   a.str(vllm.ResourceServiceName),
 		RequestID: a.str(vllm.AttrRequestID),
 	}
-	floats := []struct {
-		key string
-		f   Field
-		dst *float64
-	}{
+	durations := []attrField[float64]{
 		{vllm.AttrQueue, FieldQueue, &r.Queue},
 		{vllm.AttrPrefill, FieldPrefill, &r.Prefill},
 		{vllm.AttrDecode, FieldDecode, &r.Decode},
@@ -323,37 +319,21 @@ func (o Options) NewRequest(sp Span) Request {
 		{vllm.AttrTimeInForward, FieldForward, &r.Forward},
 		{vllm.AttrTimeInExecute, FieldExecute, &r.Execute},
 	}
-	for _, fl := range floats {
-		*fl.dst = math.NaN()
-		if v, ok := a.float(fl.key); ok {
-			*fl.dst = v
-			r.Present.Add(fl.f)
-		}
+	for _, d := range durations {
+		// A duration the span lacks is unknown, not zero seconds.
+		*d.dst = math.NaN()
 	}
-	ints := []struct {
-		key string
-		f   Field
-		dst *int64
-	}{
+	readAttributes(&r, a.float, durations)
+	readAttributes(&r, a.int, []attrField[int64]{
 		{vllm.AttrPromptTokens, FieldPromptTokens, &r.PromptTokens},
 		{vllm.AttrOutputTokens, FieldOutputTokens, &r.OutputTokens},
 		{vllm.AttrCachedTokens, FieldCachedTokens, &r.CachedTokens},
 		{vllm.AttrMaxTokens, FieldMaxTokens, &r.MaxTokens},
-	}
-	for _, in := range ints {
-		if v, ok := a.int(in.key); ok {
-			*in.dst = v
-			r.Present.Add(in.f)
-		}
-	}
-	if v, ok := a.float(vllm.AttrTemperature); ok {
-		r.Temperature = v
-		r.Present.Add(FieldTemperature)
-	}
-	if v, ok := a.float(vllm.AttrTopP); ok {
-		r.TopP = v
-		r.Present.Add(FieldTopP)
-	}
+	})
+	readAttributes(&r, a.float, []attrField[float64]{
+		{vllm.AttrTemperature, FieldTemperature, &r.Temperature},
+		{vllm.AttrTopP, FieldTopP, &r.TopP},
+	})
 	r.FinishReason = a.str(vllm.AttrFinishReason)
 	r.Model = a.str(o.ModelAttribute)
 	if r.Model == "" {
@@ -377,4 +357,22 @@ func (o Options) instance(a attrs) string {
 		}
 	}
 	return host
+}
+
+// attrField is where a span attribute goes in a Request, and the field that says it was there.
+type attrField[T any] struct {
+	key string
+	f   Field
+	dst *T
+}
+
+// readAttributes copies each attribute the span carries (read with get) to its destination and
+// marks its field present; an absent one leaves its destination as it was.
+func readAttributes[T any](r *Request, get func(string) (T, bool), fields []attrField[T]) {
+	for _, fl := range fields {
+		if v, ok := get(fl.key); ok {
+			*fl.dst = v
+			r.Present.Add(fl.f)
+		}
+	}
 }

@@ -115,8 +115,8 @@ describe('QueryEditor: signals', () => {
 
 describe('QueryEditor: each query type shows its own fields', () => {
   const fields: Record<string, string[]> = {
-    signals: [ids.signals],
-    diagnosis: [ids.format, ids.rules, ids.headlineOnly, ids.severities],
+    signals: [ids.signals, ids.topK],
+    diagnosis: [ids.format, ids.rules, ids.headlineOnly, ids.severities, ids.oneInstance],
     requests: [ids.anomalousOnly, ids.minTtft, ids.limit],
     explain: [ids.traceId],
     verdict: [ids.baselineFrom, ids.baselineTo, ids.optimisations],
@@ -159,6 +159,19 @@ describe('QueryEditor: diagnosis', () => {
     setup({ queryType: 'diagnosis', format: 'timeline' });
     expect(screen.queryByTestId(ids.headlineOnly)).not.toBeInTheDocument();
     expect(screen.queryByTestId(ids.severities)).not.toBeInTheDocument();
+    expect(screen.queryByTestId(ids.oneInstance)).not.toBeInTheDocument();
+  });
+
+  it("asks for one instance's findings only, as graph annotations do", async () => {
+    const { user, lastQuery } = setup({ queryType: 'diagnosis', format: 'findings' });
+    await user.click(screen.getByTestId(ids.oneInstance));
+    expect(lastQuery()).toMatchObject({ oneInstance: true });
+  });
+
+  it('asks a timeline for rule rows, and shows the switch for the timeline only', async () => {
+    const { user, lastQuery } = setup({ queryType: 'diagnosis', format: 'timeline' });
+    await user.click(screen.getByTestId(ids.ruleRows));
+    expect(lastQuery()).toMatchObject({ ruleRows: true });
   });
 
   it('sets the recommendation format', async () => {
@@ -287,4 +300,22 @@ it('loads each catalog once per editor', async () => {
   );
   await waitFor(() => expect(getResource).toHaveBeenCalledTimes(3));
   expect(getResource.mock.calls.map((c) => c[0]).sort()).toEqual(['instances', 'models', 'signals']);
+});
+
+describe('QueryEditor: signals top k', () => {
+  it.each<[string, string, Partial<VllmQuery>]>([
+    ['a number', '5', { topK: '5' }],
+    ['a template variable', '$topk', { topK: '$topk' }],
+  ])('sets the top k as %s', async (_name, text, want) => {
+    const { user, lastQuery } = setup({ queryType: 'signals' });
+    await typeAndLeave(user, ids.topK, text);
+    expect(lastQuery()).toMatchObject(want);
+  });
+
+  it('refuses a top k in words inline and keeps the query', async () => {
+    const { user, onChange } = setup({ queryType: 'signals' });
+    await typeAndLeave(user, ids.topK, 'five');
+    expect(screen.getByRole('alert')).toHaveTextContent(/whole number/);
+    expect(onChange).not.toHaveBeenCalled();
+  });
 });

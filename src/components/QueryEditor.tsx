@@ -20,7 +20,7 @@ import {
   type VllmDataSourceOptions,
   type VllmQuery,
 } from '../types';
-import { parseNumber, validateTime, validateTraceId } from '../validation';
+import { isTemplateVariable, parseNumber, validateTime, validateTraceId } from '../validation';
 import { ResourceNotice } from './ResourceNotice';
 import { type ResourceState, useResource } from './useResource';
 import { ValidatedInput } from './ValidatedInput';
@@ -113,6 +113,16 @@ function validateLimit(v: string): string | undefined {
   }
   const n = parseNumber(v);
   return n === undefined || !Number.isInteger(n) || n < 1 ? 'Enter a whole number, 1 or more' : undefined;
+}
+
+function validateTopK(v: string): string | undefined {
+  if (v.trim() === '' || isTemplateVariable(v)) {
+    return undefined;
+  }
+  const n = parseNumber(v);
+  return n === undefined || !Number.isInteger(n) || n < 0
+    ? 'Enter a whole number, 0 or more, or a variable'
+    : undefined;
 }
 
 interface LabelPickerProps {
@@ -311,6 +321,17 @@ function SignalsEditor({ query, datasource, variables, update }: CatalogEditorPr
             }
           />
         </InlineField>
+        <ValidatedInput
+          label="Top k"
+          labelWidth={10}
+          width={12}
+          tooltip="With more instances than this, each signal's worst instances and the fleet median only; a whole number or a variable such as $topk; empty for every instance"
+          testId={ids.topK}
+          placeholder="all"
+          value={query.topK}
+          validate={validateTopK}
+          onCommit={(v) => update({ topK: v.trim() === '' ? undefined : v.trim() })}
+        />
       </InlineFieldRow>
       <ResourceNotice what="the signal catalog" error={catalog.error} testId={ids.resourceError} />
     </>
@@ -374,6 +395,32 @@ function DiagnosisEditor({ query, datasource, variables, update }: CatalogEditor
             value={query.severities}
             onChange={(severities) => update({ severities })}
           />
+          <InlineField
+            label="One instance"
+            labelWidth={LABEL_WIDTH}
+            tooltip="Findings only when one instance is in view, as graph annotations want; with several, none and a notice"
+          >
+            <InlineSwitch
+              data-testid={ids.oneInstance}
+              value={query.oneInstance ?? false}
+              onChange={(e) => update({ oneInstance: e.currentTarget.checked })}
+            />
+          </InlineField>
+        </InlineFieldRow>
+      )}
+      {query.format === 'timeline' && (
+        <InlineFieldRow>
+          <InlineField
+            label="Rule rows"
+            labelWidth={LABEL_WIDTH}
+            tooltip="Below each instance, a row for each rule that was pending or firing; off: one row per instance (every rule when one instance is in view)"
+          >
+            <InlineSwitch
+              data-testid={ids.ruleRows}
+              value={query.ruleRows ?? false}
+              onChange={(e) => update({ ruleRows: e.currentTarget.checked })}
+            />
+          </InlineField>
         </InlineFieldRow>
       )}
       <ResourceNotice what="the rules" error={rules.error} testId={ids.resourceError} />
