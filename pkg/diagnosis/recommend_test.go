@@ -84,7 +84,7 @@ func TestSpecDraft(t *testing.T) {
 			[]string{"acceptance 0.7 per position", "0.9046 now", "1.062 at k = 1", "lower --speculative-config num_speculative_tokens from 3 to 1", "shorten the draft from 3 to 1"}},
 		// The scenario's drafter: p = 0.35, k = 3 (α 0.172): k'=1 1.35/1.6 = 0.84, below 1.
 		{"disable", SpecInput{Acceptance: 0.515375 / 3, DraftLength: 3, BreakEven: 0.6, Running: 63.6}, 0,
-			[]string{"from 3 to 0", "disable speculative decoding", "disable_by_batch_size below the 64 sequences"}},
+			[]string{"from 3 to 0", "disable speculative decoding", "disable_by_batch_size, a value below the 64 sequences"}},
 		// p = 0.95, k = 3: accepted 2.7099, α 0.903, above break-even: k'=3 3.71/2.8 = 1.325 is best,
 		// so the draft pays and there is nothing to lower.
 		{"pays: no change", SpecInput{Acceptance: 2.709875 / 3, DraftLength: 3, BreakEven: 0.6}, math.NaN(), []string{"no change", "breaks even", "computed 3"}},

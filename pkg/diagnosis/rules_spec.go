@@ -101,7 +101,7 @@ func SpecDraft(in SpecInput) Recommendation {
 			num(in.Acceptance), num(in.DraftLength), num(accepted), num(p), num(in.BreakEven), num(accepted), num(in.BreakEven), k, num(speedup(k)), num(speedup(best)), best)}
 	batch := ""
 	if in.Running > 0 {
-		batch = fmt.Sprintf("; if it paid at smaller batches, disable_by_batch_size below the %s sequences running now keeps it for those only", whole(math.Round(in.Running)))
+		batch = fmt.Sprintf("; if it paid at smaller batches, and where the vLLM version's --speculative-config accepts disable_by_batch_size, a value below the %s sequences running now keeps it for those only", whole(math.Round(in.Running)))
 	}
 	if best == 0 {
 		r.Effect = "disable speculative decoding: every draft length costs more than it saves" + batch

@@ -274,7 +274,7 @@ func contradiction(a advice) string {
 // it states, a target where that is unknown, or says why there is none; never "keep" or "add 0".
 func testNoAdviceContradictsItsFinding(t *testing.T, b *bed) {
 	var bad []string
-	n := 0
+	n, kinds := 0, map[string]int{}
 	for _, gen := range []vllm.Generation{vllm.GenerationV1, vllm.GenerationV0} {
 		for _, name := range sim.Scenarios() {
 			run := b.runs[jobOf(name, gen)]
@@ -284,13 +284,23 @@ func testNoAdviceContradictsItsFinding(t *testing.T, b *bed) {
 			require.NoError(t, r.Error, "%s/%s", gen, name)
 			for _, a := range adviceOf(t, r.Frames[0]) {
 				n++
+				switch {
+				case a.flag == "":
+					kinds["no value to set"]++
+				case a.recommended != nil:
+					kinds[a.change]++
+				case strings.HasPrefix(a.sentence, "no value: "):
+					kinds["a missing metric"]++
+				default:
+					kinds["no change, said why"]++
+				}
 				if why := contradiction(a); why != "" {
 					bad = append(bad, fmt.Sprintf("%s/%s %s on %s: %s: %q", gen, name, a.rule, a.instance, why, a.sentence))
 				}
 			}
 		}
 	}
-	t.Logf("%d findings read", n)
+	t.Logf("%d findings read: %v", n, kinds)
 	assert.Empty(t, bad, "advice that contradicts itself or its finding")
 }
 
