@@ -49,12 +49,15 @@ func TestProvisionedDashboardsAnswer(t *testing.T) {
 	defer cancel()
 	require.NoError(t, sim.ExportAll(ctx, sc, jaeger.OTLPGRPC, res.Spans, 10*time.Second))
 
-	// The dashboards' current range: the fault's first forty minutes, as an operator would look.
+	// The dashboards' current range: the fault's first forty minutes, with the faulty instance
+	// selected, as an operator would look (the graphs' findings annotations draw only for a
+	// selected instance).
 	from := truth.Start.Truncate(time.Minute)
 	to := from.Add(40 * time.Minute)
 	traceID := slowestTrace(res.Spans, truth.Instance, from, to)
 	vars := strings.NewReplacer(
-		`"${datasource}"`, `"vllm"`, `"$instance"`, `""`, `"$model"`, `""`, `"$traceId"`, `"`+traceID+`"`,
+		`"${datasource}"`, `"vllm"`, `"$instance"`, `"`+truth.Instance+`"`, `"$model"`, `""`,
+		`"$traceId"`, `"`+traceID+`"`, `"$topk"`, `"5"`,
 		`"$baselineFrom"`, `"`+runStart.Format(time.RFC3339)+`"`,
 		`"$baselineTo"`, `"`+from.Add(-5*time.Minute).Format(time.RFC3339)+`"`,
 	)
