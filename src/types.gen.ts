@@ -81,6 +81,19 @@ export type TracesBackend = 'none' | 'tempo' | 'jaeger';
 export const TRACES_BACKENDS: readonly TracesBackend[] = ['none', 'tempo', 'jaeger'];
 
 /**
+ * Indicator is what an objective measures.
+ *
+ * - `ttft`: time to first token, seconds
+ * - `tpot`: a request's mean time per output token, seconds
+ * - `itl`: the time between two output tokens, seconds
+ * - `e2e`: a request's end-to-end latency, seconds
+ * - `availability`: share of requests finished without abort or error
+ */
+export type Indicator = 'ttft' | 'tpot' | 'itl' | 'e2e' | 'availability';
+
+export const INDICATORS: readonly Indicator[] = ['ttft', 'tpot', 'itl', 'e2e', 'availability'];
+
+/**
  * A query of this data source as Grafana stores it: its queryType and the fields of every query type, each marked with
  * the query types that read it where not all do (src/schema/v0alpha1/query.types.json says which fields each query type
  * has).
@@ -214,6 +227,8 @@ export interface SettingsJsonData {
    * bounds the trace backend's calls too.
    */
   timeout?: number | string;
+  /** Service-level objectives, read by the slo query type. */
+  slos?: SLOSpec[];
 }
 
 /**
@@ -238,3 +253,13 @@ export const SETTINGS_DEFAULTS: Readonly<SettingsJsonData> = {
 
 /** Rule id → parameter → number, overriding the matrix's defaults. */
 export type Thresholds = Record<string, Record<string, number>>;
+
+/** Spec is one objective as the settings write it (jsonData.slos); the names are a contract with provisioning files. */
+export type SLOSpec = {
+  name: string;
+  indicator: Indicator;
+  threshold?: number;
+  objective: number;
+  window: string;
+  model?: string;
+};

@@ -141,6 +141,24 @@ func invalidLabelMatchers(t *testing.T, e *env) {
 	}
 }
 
+func badObjectives(t *testing.T, e *env) {
+	pc := pluginContext(e.v1.URL, map[string]any{"slos": []map[string]any{
+		{"name": "ttft-2s", "indicator": "ttft", "threshold": 2, "objective": 99, "window": "28d"}}})
+	h := e.health(t, pc)
+	if h.Status != backend.HealthStatusError {
+		t.Errorf("health %s, want an error", h.Status)
+	}
+	for _, want := range []string{`slos[0] "ttft-2s"`, "objective 99", "such as 0.99", "2 vLLM instance(s)"} {
+		if !strings.Contains(h.Message, want) {
+			t.Errorf("health message %q does not say %q", h.Message, want)
+		}
+	}
+	res := e.query(t, pc, e.dataQuery("A", signalsQuery(string(series.TTFTP50))), e.dataQuery("B", map[string]any{"queryType": "diagnosis"}))
+	for _, ref := range []string{"A", "B"} {
+		okResponse(t, res, ref)
+	}
+}
+
 func unreachablePrometheus(t *testing.T, e *env) {
 	addr := freeAddr(t) // closed as soon as it was found free: nothing listens there
 	const password = "hunter2-s3cret"

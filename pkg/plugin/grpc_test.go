@@ -50,6 +50,7 @@ func TestPluginOverGRPC(t *testing.T) {
 		{"empty time range fails that query only", emptyTimeRange},
 		{"a panicking handler fails that query only", panickingHandler},
 		{"invalid label matchers in settings fail every query and health", invalidLabelMatchers},
+		{"bad objectives in settings fail health, not the other queries", badObjectives},
 		{"unreachable Prometheus is a downstream error", unreachablePrometheus},
 		{"Prometheus 5xx fails the query that hit it, downstream", prometheus5xx},
 		{"Prometheus slower than the timeout setting fails that query, downstream", prometheusTimeout},

@@ -307,12 +307,29 @@ func (w *tsWriter) expr(s *jsonschema.Schema, byName bool) string {
 		}
 		return t + "[]"
 	case "object":
+		if s.Properties != nil {
+			return w.fields(s)
+		}
 		if s.AdditionalProperties != nil && s.AdditionalProperties != jsonschema.TrueSchema && s.AdditionalProperties != jsonschema.FalseSchema {
 			return "Record<string, " + w.expr(s.AdditionalProperties, true) + ">"
 		}
 		return "Record<string, unknown>"
 	}
 	panic(fmt.Sprintf("contract: no TypeScript type for the schema %+v", s))
+}
+
+// fields is an object type of a schema's properties, each optional unless required, one a line
+// as prettier writes a named type's.
+func (w *tsWriter) fields(s *jsonschema.Schema) string {
+	var parts []string
+	for p := s.Properties.Oldest(); p != nil; p = p.Next() {
+		opt := "?"
+		if slices.Contains(s.Required, p.Key) {
+			opt = ""
+		}
+		parts = append(parts, fmt.Sprintf("  %s%s: %s;\n", p.Key, opt, w.expr(p.Value, true)))
+	}
+	return "{\n" + strings.Join(parts, "") + "}"
 }
 
 // quote writes a string literal as prettier does: single quotes unless the string holds more
