@@ -29,6 +29,7 @@ var queryTypes = []queryKind{
 	kind(handleRequests, RequestsQuery{Limit: traces.DefaultLimit}),
 	kind(handleExplain, ExplainQuery{}),
 	kind(handleVerdict, VerdictQuery{}),
+	kind(handleSLO, SLOQuery{Format: FormatSLOStatus}),
 }
 
 // queryKind is one query type: how to read its model and how to answer it.
@@ -106,6 +107,7 @@ func Enumerations() []Enumeration {
 		{Type: reflect.TypeFor[QueryType](), Values: enumValues(queryTypes)},
 		{Type: reflect.TypeFor[DiagnosisFormat](), Values: enumValues(diagnosisFormats)},
 		{Type: reflect.TypeFor[ExplainFormat](), Values: enumValues(explainFormats)},
+		{Type: reflect.TypeFor[SLOFormat](), Values: enumValues(sloFormats)},
 		{Type: reflect.TypeFor[diagnosis.Severity](), Values: severities},
 		{Type: reflect.TypeFor[verdict.Optimisation](), Values: optimisations},
 		{Type: reflect.TypeFor[TracesBackend](), Values: enumValues(tracesBackends)},

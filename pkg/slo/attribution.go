@@ -24,7 +24,7 @@ type Share struct {
 
 // Attribute splits a key's misses over steps from to to among the findings of that key active
 // at each step (Start ≤ t ≤ End). The misses of a step are its events above the lower bucket
-// bound (Total − GoodLow): exact when the threshold is a bucket bound, else at least the
+// bound (Total − GoodLow): exact when the threshold is a bucket bound, else at most the
 // misses. A finding explained by another active one (SecondaryTo names its rule) cedes its
 // part to it; the others active at a step share its misses equally. Misses with no finding
 // active make the NoFinding row. Rows with misses are sorted by share, largest first.

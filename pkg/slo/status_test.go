@@ -8,7 +8,7 @@ import (
 )
 
 // TestStatusOfReadsEachWindowFromTheGridsEnd: a grid of 10 hourly steps whose last step alone
-// misses; the objective's window is 8 h, the range the last 2 steps.
+// misses; the range is its last 2 steps, the objective's window its last 8.
 func TestStatusOfReadsEachWindowFromTheGridsEnd(t *testing.T) {
 	g := series.NewGrid(time.Unix(0, 0), time.Unix(0, 0).Add(9*time.Hour), time.Hour)
 	total, good := make([]float64, g.Len), make([]float64, g.Len)
@@ -18,7 +18,8 @@ func TestStatusOfReadsEachWindowFromTheGridsEnd(t *testing.T) {
 	good[g.Len-1] = 0.5
 	e := FromCounts(total, good, time.Hour) // 3600 events a step
 	o := Objective{Target: 0.9, Window: 8 * time.Hour}
-	got := StatusOf(e, g, g.Len-2, o)
+	window := FromCounts(total[2:], good[2:], time.Hour)
+	got := StatusOf(e, g, g.Len-2, window, o)
 	for _, c := range []struct {
 		what      string
 		got, want float64

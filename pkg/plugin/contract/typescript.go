@@ -341,11 +341,15 @@ func quote(s string) string {
 	return "'" + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), "'", `\'`) + "'"
 }
 
-// constName is the name of an enumeration's list of values: DiagnosisFormat → DIAGNOSIS_FORMATS.
+// constName is the name of an enumeration's list of values: DiagnosisFormat → DIAGNOSIS_FORMATS,
+// SLOFormat → SLO_FORMATS.
 func constName(typeName string) string {
 	var b strings.Builder
-	for i, r := range typeName {
-		if i > 0 && unicode.IsUpper(r) {
+	rs := []rune(typeName)
+	for i, r := range rs {
+		// A word starts at a capital after a small letter, or at the last capital of an
+		// acronym (SLOFormat → SLO_FORMAT).
+		if i > 0 && unicode.IsUpper(r) && (unicode.IsLower(rs[i-1]) || i+1 < len(rs) && unicode.IsLower(rs[i+1])) {
 			b.WriteByte('_')
 		}
 		b.WriteRune(unicode.ToUpper(r))
