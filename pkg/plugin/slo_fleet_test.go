@@ -3,8 +3,6 @@ package plugin
 import (
 	"context"
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,7 +11,6 @@ import (
 
 	"github.com/seed/vllm-datasource/pkg/sim"
 	"github.com/seed/vllm-datasource/pkg/slo"
-	"github.com/seed/vllm-datasource/pkg/testbed"
 )
 
 // The fleet's objectives: TTFT under 1 s (a bucket bound of vLLM's TTFT histogram) and under
@@ -45,16 +42,7 @@ func TestFleetSLO(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "fleet.om")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := res.WriteOpenMetrics(f); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	prom := testbed.Prometheus(t, path)
+	prom := simPrometheus(t, res)
 	pc := pluginContext(prom.URL, map[string]any{"scrapeInterval": simScrape.String(), "slos": fleetSLOs})
 	from, to := res.Start, res.Start.Add(fleetRun)
 	query := func(format string) *data.Frame {
