@@ -57,14 +57,19 @@ function splitList(
 
 export class DataSource extends DataSourceWithBackend<VllmQuery, VllmDataSourceOptions> {
   constructor(
-    instanceSettings: DataSourceInstanceSettings<VllmDataSourceOptions>,
+    private readonly settings: DataSourceInstanceSettings<VllmDataSourceOptions>,
     private readonly templateSrv: TemplateSrv = getTemplateSrv()
   ) {
-    super(instanceSettings);
+    super(settings);
     this.annotations = {
       getDefaultQuery: () => DEFAULT_ANNOTATION_QUERY,
     };
     this.variables = new VllmVariableSupport(this);
+  }
+
+  /** The names of the service-level objectives of the data source's settings. */
+  objectiveNames(): string[] {
+    return (this.settings.jsonData.slos ?? []).map((o) => o.name);
   }
 
   getDefaultQuery(_app: CoreApp): Partial<VllmQuery> {

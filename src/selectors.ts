@@ -19,6 +19,8 @@ export const selectors = {
     baselineFrom: 'vllm-query-baseline-from',
     baselineTo: 'vllm-query-baseline-to',
     optimisations: 'vllm-query-optimisations',
+    sloFormat: 'vllm-query-slo-format',
+    slos: 'vllm-query-slos',
     expr: 'vllm-query-expr',
     resourceError: 'vllm-query-resource-error',
   },

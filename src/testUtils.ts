@@ -90,8 +90,12 @@ export type Routes = Partial<Record<string, unknown>>;
  * A data source whose resource calls answer from `routes` (a value, or an Error to fail with),
  * standing in for the Go backend's resource routes.
  */
-export function dataSourceWith(routes: Routes, vars: Record<string, Value> = {}) {
-  const ds = new DataSource(instanceSettings, fakeTemplateSrv(vars));
+export function dataSourceWith(
+  routes: Routes,
+  vars: Record<string, Value> = {},
+  jsonData: Partial<VllmDataSourceOptions> = {}
+) {
+  const ds = new DataSource({ ...instanceSettings, jsonData }, fakeTemplateSrv(vars));
   const getResource = jest.spyOn(ds, 'getResource').mockImplementation(async (path: string) => {
     const answer = routes[path];
     if (answer instanceof Error || (answer && typeof answer === 'object' && 'status' in answer)) {

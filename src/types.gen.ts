@@ -12,10 +12,12 @@
  * - `explain`: ExplainQuery asks for one request explained: queue, prefill and decode, the findings active while it
  *   ran, the signals of its instance around it.
  * - `verdict`: VerdictQuery asks whether an optimisation worked: a baseline window against the current one.
+ * - `slo`: SLOQuery asks how the service-level objectives of the data source's settings (slos) fare: their attainment,
+ *   budget and burn rates, or which findings spent their budget.
  */
-export type QueryType = 'signals' | 'diagnosis' | 'requests' | 'explain' | 'verdict';
+export type QueryType = 'signals' | 'diagnosis' | 'requests' | 'explain' | 'verdict' | 'slo';
 
-export const QUERY_TYPES: readonly QueryType[] = ['signals', 'diagnosis', 'requests', 'explain', 'verdict'];
+export const QUERY_TYPES: readonly QueryType[] = ['signals', 'diagnosis', 'requests', 'explain', 'verdict', 'slo'];
 
 /**
  * DiagnosisFormat is the form of a diagnosis query's answer, one of diagnosisFormats.
@@ -45,6 +47,18 @@ export const DIAGNOSIS_FORMATS: readonly DiagnosisFormat[] = [
 export type ExplainFormat = 'annotation';
 
 export const EXPLAIN_FORMATS: readonly ExplainFormat[] = ['annotation'];
+
+/**
+ * SLOFormat is the form of an slo query's answer, one of sloFormats.
+ *
+ * - `status`: one row per objective, instance and model: attainment as an interval, the budget left over the
+ *   objective's window, burn rates over 1 h and 6 h; a fleet row per objective and model
+ * - `attribution`: one row per objective, instance and finding: the misses while the finding was active and their share
+ *   of the instance's misses; rule none for the misses while no finding was
+ */
+export type SLOFormat = 'status' | 'attribution';
+
+export const SLO_FORMATS: readonly SLOFormat[] = ['status', 'attribution'];
 
 /**
  * Severity ranks a finding: critical, warning or info.
@@ -81,6 +95,19 @@ export type TracesBackend = 'none' | 'tempo' | 'jaeger';
 export const TRACES_BACKENDS: readonly TracesBackend[] = ['none', 'tempo', 'jaeger'];
 
 /**
+ * Indicator is what an objective measures.
+ *
+ * - `ttft`: time to first token, seconds
+ * - `tpot`: a request's mean time per output token, seconds
+ * - `itl`: the time between two output tokens, seconds
+ * - `e2e`: a request's end-to-end latency, seconds
+ * - `availability`: share of requests finished without abort or error
+ */
+export type Indicator = 'ttft' | 'tpot' | 'itl' | 'e2e' | 'availability';
+
+export const INDICATORS: readonly Indicator[] = ['ttft', 'tpot', 'itl', 'e2e', 'availability'];
+
+/**
  * A query of this data source as Grafana stores it: its queryType and the fields of every query type, each marked with
  * the query types that read it where not all do (src/schema/v0alpha1/query.types.json says which fields each query type
  * has).
@@ -114,9 +141,9 @@ export interface QueryModel {
   topK?: string;
   /**
    * diagnosis: The answer's form; empty means the default. Default: 'findings'. explain: The answer's form; empty means
-   * the explanation.
+   * the explanation. slo: The form of the answer; empty means status. Default: 'status'.
    */
-  format?: DiagnosisFormat | ExplainFormat;
+  format?: DiagnosisFormat | ExplainFormat | SLOFormat;
   /** diagnosis: Rule ids (the rules resource route lists them) or template variables; empty means every rule. */
   rules?: string[];
   /**
@@ -163,6 +190,8 @@ export interface QueryModel {
   baselineTo?: string;
   /** verdict: Optimisations stated to be in use, for when the metrics cannot tell; empty means detect them. */
   optimisations?: Optimisation[];
+  /** slo: The objectives' names to answer; empty means every objective. */
+  slos?: string[];
   /** text form: The text form, such as explain 4bf92f3577b34da6a3ce929d0e0e4736. */
   expr?: string;
 }
@@ -174,6 +203,7 @@ export const QUERY_DEFAULTS: Readonly<Record<QueryType, QueryModel>> = {
   requests: { limit: 100 },
   explain: {},
   verdict: {},
+  slo: { format: 'status' },
 };
 
 /** The data source's jsonData settings (pkg/plugin JSONData); Grafana's own HTTP settings sit beside them. */
@@ -214,6 +244,8 @@ export interface SettingsJsonData {
    * bounds the trace backend's calls too.
    */
   timeout?: number | string;
+  /** Service-level objectives, read by the slo query type. */
+  slos?: SLOSpec[];
 }
 
 /**
@@ -238,3 +270,13 @@ export const SETTINGS_DEFAULTS: Readonly<SettingsJsonData> = {
 
 /** Rule id → parameter → number, overriding the matrix's defaults. */
 export type Thresholds = Record<string, Record<string, number>>;
+
+/** Spec is one objective as the settings write it (jsonData.slos); the names are a contract with provisioning files. */
+export type SLOSpec = {
+  name: string;
+  indicator: Indicator;
+  threshold?: number;
+  objective: number;
+  window: string;
+  model?: string;
+};

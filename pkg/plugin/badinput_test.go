@@ -141,6 +141,49 @@ func invalidLabelMatchers(t *testing.T, e *env) {
 	}
 }
 
+func badObjectives(t *testing.T, e *env) {
+	pc := pluginContext(e.v1.URL, map[string]any{"slos": []map[string]any{
+		{"name": "ttft-2s", "indicator": "ttft", "threshold": 2, "objective": 99, "window": "28d"}}})
+	h := e.health(t, pc)
+	if h.Status != backend.HealthStatusError {
+		t.Errorf("health %s, want an error", h.Status)
+	}
+	for _, want := range []string{`slos[0] "ttft-2s"`, "objective 99", "such as 0.99", "2 vLLM instance(s)"} {
+		if !strings.Contains(h.Message, want) {
+			t.Errorf("health message %q does not say %q", h.Message, want)
+		}
+	}
+	res := e.query(t, pc, e.dataQuery("A", signalsQuery(string(series.TTFTP50))), e.dataQuery("B", map[string]any{"queryType": "diagnosis"}),
+		e.dataQuery("S", map[string]any{"queryType": "slo"}), e.dataQuery("T", map[string]any{"queryType": "slo", "format": "attribution"}))
+	for _, ref := range []string{"A", "B"} {
+		okResponse(t, res, ref)
+	}
+	for _, ref := range []string{"S", "T"} {
+		checkFailure(t, res.Responses[ref], badQueryFailure(`slos[0] "ttft-2s"`, "objective 99", "such as 0.99"))
+	}
+}
+
+// withObjectives is a data source of e's v1 Prometheus with one objective, ttft-2s.
+func withObjectives(e *env) backend.PluginContext {
+	return pluginContext(e.v1.URL, map[string]any{"slos": []map[string]any{
+		{"name": "ttft-2s", "indicator": "ttft", "threshold": 2, "objective": 0.99, "window": "28d"}}})
+}
+
+func unknownSLOFormat(t *testing.T, e *env) {
+	q := e.dataQuery("BAD", map[string]any{"queryType": "slo", "format": "burn"})
+	failsAlone(t, e, withObjectives(e), q, badQueryFailure(`"burn"`, "status, attribution"))
+}
+
+func unknownObjective(t *testing.T, e *env) {
+	q := e.dataQuery("BAD", map[string]any{"queryType": "slo", "slos": []string{"ttft-1s"}})
+	failsAlone(t, e, withObjectives(e), q, badQueryFailure(`slo "ttft-1s"`, "they are ttft-2s"))
+}
+
+func sloWithoutObjectives(t *testing.T, e *env) {
+	q := e.dataQuery("BAD", map[string]any{"queryType": "slo"})
+	failsAlone(t, e, pluginContext(e.v1.URL, nil), q, badQueryFailure("no service-level objectives", "slos"))
+}
+
 func unreachablePrometheus(t *testing.T, e *env) {
 	addr := freeAddr(t) // closed as soon as it was found free: nothing listens there
 	const password = "hunter2-s3cret"

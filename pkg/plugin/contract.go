@@ -10,6 +10,7 @@ import (
 
 	"github.com/seed/vllm-datasource/pkg/diagnosis"
 	"github.com/seed/vllm-datasource/pkg/plan"
+	"github.com/seed/vllm-datasource/pkg/slo"
 	"github.com/seed/vllm-datasource/pkg/traces"
 	"github.com/seed/vllm-datasource/pkg/verdict"
 )
@@ -28,6 +29,7 @@ var queryTypes = []queryKind{
 	kind(handleRequests, RequestsQuery{Limit: traces.DefaultLimit}),
 	kind(handleExplain, ExplainQuery{}),
 	kind(handleVerdict, VerdictQuery{}),
+	kind(handleSLO, SLOQuery{Format: FormatSLOStatus}),
 }
 
 // queryKind is one query type: how to read its model and how to answer it.
@@ -93,6 +95,10 @@ type Enumeration struct {
 
 // Enumerations lists the contract's enumerations, each from the one list the code reads.
 func Enumerations() []Enumeration {
+	indicators := make([]EnumValue, len(slo.Indicators))
+	for i, ind := range slo.Indicators {
+		indicators[i] = EnumValue{Value: string(ind.Indicator), Doc: ind.Doc}
+	}
 	optimisations := make([]EnumValue, len(verdict.All))
 	for i, o := range verdict.All {
 		optimisations[i] = EnumValue{Value: string(o)}
@@ -101,9 +107,11 @@ func Enumerations() []Enumeration {
 		{Type: reflect.TypeFor[QueryType](), Values: enumValues(queryTypes)},
 		{Type: reflect.TypeFor[DiagnosisFormat](), Values: enumValues(diagnosisFormats)},
 		{Type: reflect.TypeFor[ExplainFormat](), Values: enumValues(explainFormats)},
+		{Type: reflect.TypeFor[SLOFormat](), Values: enumValues(sloFormats)},
 		{Type: reflect.TypeFor[diagnosis.Severity](), Values: severities},
 		{Type: reflect.TypeFor[verdict.Optimisation](), Values: optimisations},
 		{Type: reflect.TypeFor[TracesBackend](), Values: enumValues(tracesBackends)},
+		{Type: reflect.TypeFor[slo.Indicator](), Values: indicators},
 	}
 }
 

@@ -4,12 +4,10 @@ import (
 	"context"
 	"net/http"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/seed/vllm-datasource/pkg/sim"
-	"github.com/seed/vllm-datasource/pkg/testbed"
 	"github.com/seed/vllm-datasource/pkg/traces"
 	"github.com/seed/vllm-datasource/pkg/traces/tempo"
 )
@@ -35,17 +33,7 @@ func TestFleetRequestsOnLiveTempo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "fleet.om")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = res.WriteOpenMetrics(f)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	prom := testbed.Prometheus(t, path)
+	prom := simPrometheus(t, res)
 	ctx := context.Background()
 	if err := sim.ExportAll(ctx, sc, otlp, res.Spans, 10*time.Second); err != nil {
 		t.Fatal(err)

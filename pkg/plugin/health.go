@@ -49,6 +49,11 @@ func (d *Datasource) CheckHealth(ctx context.Context, _ *backend.CheckHealthRequ
 	if tr := d.tracesHealth(ctx); tr != "" {
 		msg += " " + tr
 	}
+	if d.settings.SLOsErr != nil {
+		// The other queries work on; only the slo queries need the objectives.
+		msg = "Settings: " + d.settings.SLOsErr.Error() + ". " + msg
+		status = backend.HealthStatusError
+	}
 	return &backend.CheckHealthResult{Status: status, Message: msg}, nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"slices"
@@ -55,16 +54,7 @@ func BenchmarkLoad(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	path := filepath.Join(b.TempDir(), "fleet.om")
-	f, err := os.Create(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := res.WriteOpenMetrics(f); err != nil {
-		b.Fatal(err)
-	}
-	_ = f.Close()
-	prom := testbed.Prometheus(b, path)
+	prom := simPrometheus(b, res)
 	jaeger := testbed.Jaeger(b)
 	ctx := context.Background()
 	if err := sim.ExportAll(ctx, res.Scenario, jaeger.OTLPGRPC, res.Spans, 30*time.Second); err != nil {

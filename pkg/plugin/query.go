@@ -28,6 +28,7 @@ const (
 	QueryTypeRequests  QueryType = "requests"
 	QueryTypeExplain   QueryType = "explain"
 	QueryTypeVerdict   QueryType = "verdict"
+	QueryTypeSLO       QueryType = "slo"
 )
 
 // A Query is one query type's model, as ParseQuery reads it.
@@ -121,6 +122,16 @@ type VerdictQuery struct {
 	Optimisations []verdict.Optimisation `json:"optimisations,omitempty"`
 }
 
+// SLOQuery asks how the service-level objectives of the data source's settings (slos) fare:
+// their attainment, budget and burn rates, or which findings spent their budget.
+type SLOQuery struct {
+	Scope
+	// The objectives' names to answer; empty means every objective.
+	SLOs []string `json:"slos,omitempty"`
+	// The form of the answer; empty means status.
+	Format SLOFormat `json:"format,omitempty"`
+}
+
 // TextQuery is the one-line text form that Grafana's trace-to-metrics links and correlations
 // send, without a queryType: "explain <traceId>", "signals <name>,<name>" or
 // "diagnosis [<rule>,...]". ParseQuery reads it as the query it stands for.
@@ -143,6 +154,12 @@ func (ExplainQuery) QueryType() QueryType { return QueryTypeExplain }
 
 // QueryType implements Query.
 func (VerdictQuery) QueryType() QueryType { return QueryTypeVerdict }
+
+// QueryType implements Query.
+func (SLOQuery) QueryType() QueryType { return QueryTypeSLO }
+
+// SLOFormat is the form of an slo query's answer, one of sloFormats.
+type SLOFormat string
 
 // DiagnosisFormat is the form of a diagnosis query's answer, one of diagnosisFormats.
 type DiagnosisFormat string

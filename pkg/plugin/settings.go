@@ -16,6 +16,7 @@ import (
 
 	"github.com/seed/vllm-datasource/pkg/diagnosis"
 	"github.com/seed/vllm-datasource/pkg/signals"
+	"github.com/seed/vllm-datasource/pkg/slo"
 	"github.com/seed/vllm-datasource/pkg/vllm"
 )
 
@@ -54,6 +55,8 @@ type JSONData struct {
 	// Grafana's HTTP timeout setting, in seconds: its editor writes a number, a provisioning file
 	// may write a string; it bounds the trace backend's calls too.
 	Timeout TimeoutJSON `json:"timeout,omitempty,omitzero"`
+	// Service-level objectives, read by the slo query type.
+	SLOs SLOsJSON `json:"slos,omitempty,omitzero"`
 }
 
 // ThresholdsJSON is the thresholds setting as written, read by diagnosis.ParseThresholds, whose
@@ -62,6 +65,11 @@ type ThresholdsJSON struct{ json.RawMessage }
 
 // TimeoutJSON is the timeout setting as written, read by parseTimeout.
 type TimeoutJSON struct{ json.RawMessage }
+
+// SLOsJSON is the slos setting as written, a list of slo.Spec, read by slo.Parse. It is kept
+// raw so that a bad objective fails the health check and the slo queries only, not the data
+// source's other queries.
+type SLOsJSON struct{ json.RawMessage }
 
 // settingsDefaults are the jsonData settings' defaults, their one Go home: LoadSettings fills
 // them in, and the settings' schema (src/schema/) and the front end's SETTINGS_DEFAULTS
@@ -105,6 +113,10 @@ type Settings struct {
 	SpanInstanceAttribute string
 	SpanModelAttribute    string
 	Thresholds            diagnosis.Thresholds
+	// SLOs are the service-level objectives; SLOsErr says why they could not be read (the
+	// health check and the slo queries report it, the other queries work on).
+	SLOs    []slo.Objective
+	SLOsErr error
 	// Timeout bounds every call to Prometheus and to the trace backend.
 	Timeout time.Duration
 
@@ -161,6 +173,9 @@ func LoadSettings(s backend.DataSourceInstanceSettings) (Settings, error) {
 	}
 	if out.Thresholds, err = diagnosis.ParseThresholds(j.Thresholds.RawMessage); err != nil {
 		return Settings{}, fmt.Errorf("thresholds: %w", err)
+	}
+	if out.SLOs, err = slo.Parse(j.SLOs.RawMessage); err != nil {
+		out.SLOsErr = err
 	}
 	for name, v := range map[string]string{"instanceLabel": out.Labels.Instance, "modelLabel": out.Labels.Model} {
 		if !signals.ValidLabelName(v) {

@@ -156,3 +156,33 @@ func TestTimeoutSetting(t *testing.T) {
 		})
 	}
 }
+
+func TestLoadSettingsKeepsBadObjectivesApart(t *testing.T) {
+	for _, c := range []struct {
+		name, jsonData string
+		objectives     int
+		says           string
+	}{
+		{"no objectives", `{}`, 0, ""},
+		{"two objectives", `{"slos": [{"name": "a", "indicator": "ttft", "threshold": 2, "objective": 0.99, "window": "28d"},
+			{"name": "b", "indicator": "availability", "objective": 0.999, "window": "7d"}]}`, 2, ""},
+		{"a threshold of the wrong type", `{"slos": [{"name": "a", "indicator": "ttft", "threshold": "2s", "objective": 0.99, "window": "28d"}]}`, 0, "slos[0]"},
+		{"an unknown indicator", `{"slos": [{"name": "a", "indicator": "goodput", "objective": 0.99, "window": "28d"}]}`, 0, `indicator "goodput"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := LoadSettings(backend.DataSourceInstanceSettings{URL: "http://prometheus:9090", JSONData: []byte(c.jsonData)})
+			if err != nil {
+				t.Fatalf("bad objectives fail the other settings: %v", err)
+			}
+			if len(got.SLOs) != c.objectives {
+				t.Errorf("%d objectives, want %d", len(got.SLOs), c.objectives)
+			}
+			switch {
+			case c.says == "" && got.SLOsErr != nil:
+				t.Errorf("objectives error %v", got.SLOsErr)
+			case c.says != "" && (got.SLOsErr == nil || !strings.Contains(got.SLOsErr.Error(), c.says)):
+				t.Errorf("objectives error %v, want one saying %q", got.SLOsErr, c.says)
+			}
+		})
+	}
+}

@@ -201,3 +201,19 @@ func faultWindow(res *sim.Result) (time.Time, time.Time) {
 	d := res.Duration
 	return res.Start.Add(d * 2 / 5), res.Start.Add(d * 3 / 5)
 }
+
+// simPrometheus is a real Prometheus holding a simulator run's metrics.
+func simPrometheus(t testing.TB, res *sim.Result) *testbed.PromServer {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "run.om")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = res.WriteOpenMetrics(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return testbed.Prometheus(t, path)
+}

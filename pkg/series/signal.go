@@ -37,8 +37,11 @@ const (
 	WaitingDeferred Signal = "waiting_deferred"
 	RequestRate     Signal = "request_rate"
 	AbortRatio      Signal = "abort_ratio"
-	PromptTPS       Signal = "prompt_tps"
-	GenerationTPS   Signal = "generation_tps"
+	// ErrorRatio is the share of finished requests that ended in an error (finished_reason
+	// error), which availability objectives count as misses with the aborted ones.
+	ErrorRatio    Signal = "error_ratio"
+	PromptTPS     Signal = "prompt_tps"
+	GenerationTPS Signal = "generation_tps"
 	// RequestCount is the number of requests that got their first token within the rate window
 	// ending at each step: the gate for quantile rules.
 	RequestCount Signal = "request_count"

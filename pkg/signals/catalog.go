@@ -227,6 +227,12 @@ var Catalog = []Def{
 			return fmt.Sprintf("(%s or %s) / %s", b.sumRate(vllm.RequestSuccess, is(vllm.LabelFinishedReason, "abort")),
 				fmt.Sprintf("0 * %s", b.sumRate(vllm.RequestSuccess)), b.sumRate(vllm.RequestSuccess))
 		}}}},
+	{Name: series.ErrorRatio, Label: "Errored share", Unit: "percentunit", Group: groupThroughput,
+		Description: "Requests that ended in an error (finished_reason error) over all finished requests.",
+		alts: []alt{{needs: []string{vllm.RequestSuccess}, expr: func(b builder) string {
+			return fmt.Sprintf("(%s or %s) / %s", b.sumRate(vllm.RequestSuccess, is(vllm.LabelFinishedReason, "error")),
+				fmt.Sprintf("0 * %s", b.sumRate(vllm.RequestSuccess)), b.sumRate(vllm.RequestSuccess))
+		}}}},
 	{Name: series.LengthRatio, Label: "Truncated share", Unit: "percentunit", Group: groupThroughput,
 		Description: "Requests that stopped at max_tokens or the context limit (finished_reason length) over all finished requests: outputs cut short.",
 		alts: []alt{{needs: []string{vllm.RequestSuccess}, expr: func(b builder) string {

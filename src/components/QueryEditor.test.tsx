@@ -10,6 +10,11 @@ import { chooseOption, openSelect, typeAndLeave, typeCustomValue } from './userA
 
 const ids = selectors.queryEditor;
 
+const OBJECTIVES = [
+  { name: 'ttft-2s', indicator: 'ttft' as const, threshold: 2, objective: 0.99, window: '28d' },
+  { name: 'up', indicator: 'availability' as const, objective: 0.999, window: '7d' },
+];
+
 const allRoutes: Routes = {
   instances: ['10.0.0.1:8000', '10.0.0.2:8000'],
   models: ['qwen-0.5b'],
@@ -18,7 +23,7 @@ const allRoutes: Routes = {
 };
 
 function setup(query: Omit<VllmQuery, 'refId'>, routes: Routes = allRoutes) {
-  const { ds } = dataSourceWith(routes, { instance: ['10.0.0.1:8000'] });
+  const { ds } = dataSourceWith(routes, { instance: ['10.0.0.1:8000'] }, { slos: OBJECTIVES });
   const onChange = jest.fn<void, [VllmQuery]>();
   const onRunQuery = jest.fn();
   const user = userEvent.setup();
@@ -120,6 +125,7 @@ describe('QueryEditor: each query type shows its own fields', () => {
     requests: [ids.anomalousOnly, ids.minTtft, ids.limit],
     explain: [ids.traceId],
     verdict: [ids.baselineFrom, ids.baselineTo, ids.optimisations],
+    slo: [ids.sloFormat, ids.slos],
   };
   const all = Object.values(fields).flat();
   it.each(Object.keys(fields))('%s', async (queryType) => {
@@ -264,6 +270,26 @@ describe('QueryEditor: verdict', () => {
     const { user, lastQuery } = setup({ queryType: 'verdict', optimisations: ['chunked_prefill'] });
     await chooseOption(user, ids.optimisations, 'Prefix caching');
     expect(lastQuery()).toMatchObject({ optimisations: ['chunked_prefill', 'prefix_caching'] });
+  });
+});
+
+describe('QueryEditor: slo', () => {
+  it('a new slo query gets the status format', async () => {
+    const { user, lastQuery } = setup({ queryType: 'signals' });
+    await user.click(within(screen.getByTestId(ids.queryType)).getByText('SLO'));
+    expect(lastQuery()).toMatchObject({ queryType: 'slo', format: 'status' });
+  });
+
+  it('switches to the attribution format', async () => {
+    const { user, lastQuery } = setup({ queryType: 'slo' });
+    await user.click(within(screen.getByTestId(ids.sloFormat)).getByText('Attribution'));
+    expect(lastQuery()).toMatchObject({ format: 'attribution' });
+  });
+
+  it("offers the objectives of the data source's settings", async () => {
+    const { user, lastQuery } = setup({ queryType: 'slo' });
+    await chooseOption(user, ids.slos, 'up');
+    expect(lastQuery()).toMatchObject({ slos: ['up'] });
   });
 });
 

@@ -11,12 +11,14 @@ import {
   QUERY_DEFAULTS,
   QUERY_TYPES,
   SEVERITIES,
+  SLO_FORMATS,
   type DiagnosisFormat,
   type Optimisation,
   type QueryModel,
   type QueryType,
   type Severity,
   type SignalInfo,
+  type SLOFormat,
   type VllmDataSourceOptions,
   type VllmQuery,
 } from '../types';
@@ -37,6 +39,7 @@ const QUERY_TYPE_LABELS: Record<QueryType, SelectableValue<QueryType>> = {
   requests: { label: 'Requests', description: 'vLLM request spans with the metric state of their moment' },
   explain: { label: 'Explain', description: 'One request, explained' },
   verdict: { label: 'Verdict', description: 'Did each optimisation work, against a baseline' },
+  slo: { label: 'SLO', description: "The service-level objectives of the data source's settings" },
 };
 
 const QUERY_TYPE_OPTIONS = QUERY_TYPES.map((value) => ({ ...QUERY_TYPE_LABELS[value], value }));
@@ -56,6 +59,16 @@ const FORMAT_LABELS: Record<DiagnosisFormat, SelectableValue<DiagnosisFormat>> =
 const FORMAT_OPTIONS = DIAGNOSIS_FORMATS.map((value) => ({ ...FORMAT_LABELS[value], value }));
 
 const DEFAULT_FORMAT = QUERY_DEFAULTS.diagnosis.format;
+
+/** Each slo format's button, in the backend's order. */
+const SLO_FORMAT_LABELS: Record<SLOFormat, SelectableValue<SLOFormat>> = {
+  status: { label: 'Status', description: 'Attainment, budget left and burn rates per objective and instance' },
+  attribution: { label: 'Attribution', description: 'Which findings the misses of each objective happened under' },
+};
+
+const SLO_FORMAT_OPTIONS = SLO_FORMATS.map((value) => ({ ...SLO_FORMAT_LABELS[value], value }));
+
+const DEFAULT_SLO_FORMAT = QUERY_DEFAULTS.slo.format;
 
 const SEVERITY_OPTIONS: Array<SelectableValue<Severity>> = SEVERITIES.map((s) => ({ label: s, value: s }));
 
@@ -278,6 +291,7 @@ export function QueryEditor({ query: rawQuery, onChange, onRunQuery, datasource,
         </InlineFieldRow>
       )}
       {queryType === 'verdict' && <VerdictEditor query={query} update={update} />}
+      {queryType === 'slo' && <SLOEditor query={query} objectives={datasource.objectiveNames()} update={update} />}
     </>
   );
 }
@@ -503,5 +517,36 @@ function VerdictEditor({ query, update }: SubEditorProps) {
         />
       </InlineFieldRow>
     </>
+  );
+}
+
+interface SLOEditorProps extends SubEditorProps {
+  /** The objectives' names in the data source's settings. */
+  objectives: string[];
+}
+
+function SLOEditor({ query, objectives, update }: SLOEditorProps) {
+  const format = (query.format ?? DEFAULT_SLO_FORMAT) as SLOFormat;
+  return (
+    <InlineFieldRow>
+      <InlineField label="Format" labelWidth={LABEL_WIDTH}>
+        <div data-testid={ids.sloFormat}>
+          <RadioButtonGroup options={SLO_FORMAT_OPTIONS} value={format} onChange={(f) => update({ format: f })} />
+        </div>
+      </InlineField>
+      <InlineField label="Objectives" labelWidth={LABEL_WIDTH} tooltip="Only these objectives; empty for all">
+        <MultiSelect
+          data-testid={ids.slos}
+          width={48}
+          allowCustomValue
+          placeholder="All objectives"
+          options={objectives.map(asOption)}
+          value={(query.slos ?? []).map(asOption)}
+          onChange={(v: Array<SelectableValue<string>>) =>
+            update({ slos: v.map((o) => o.value ?? '').filter(Boolean) })
+          }
+        />
+      </InlineField>
+    </InlineFieldRow>
   );
 }

@@ -33,6 +33,7 @@ import (
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/seed/vllm-datasource/pkg/plugin"
+	"github.com/seed/vllm-datasource/pkg/slo"
 )
 
 // PluginID is the data source's type, as stored queries name it.
@@ -120,7 +121,7 @@ type builder struct {
 // to string enums (titled with their Go type's name, each value's meaning in
 // x-enum-description, the SDK's convention) and the settings whose JSON is not their Go type.
 func newBuilder() (*builder, error) {
-	scan, err := codePaths("pkg/plugin", "pkg/diagnosis", "pkg/verdict")
+	scan, err := codePaths("pkg/plugin", "pkg/diagnosis", "pkg/verdict", "pkg/slo")
 	if err != nil {
 		return nil, err
 	}
@@ -143,6 +144,10 @@ func newBuilder() (*builder, error) {
 				AdditionalProperties: &jsonschema.Schema{Type: "object", AdditionalProperties: number}}
 		case reflect.TypeFor[plugin.TimeoutJSON]():
 			return &jsonschema.Schema{OneOf: []*jsonschema.Schema{{Type: "number"}, {Type: "string"}}}
+		case reflect.TypeFor[plugin.SLOsJSON]():
+			spec := b.reflect(reflect.TypeFor[slo.Spec]())
+			spec.Title = "SLOSpec"
+			return &jsonschema.Schema{Type: "array", Items: spec}
 		}
 		return sdkMapper(t)
 	}

@@ -307,12 +307,29 @@ func (w *tsWriter) expr(s *jsonschema.Schema, byName bool) string {
 		}
 		return t + "[]"
 	case "object":
+		if s.Properties != nil {
+			return w.fields(s)
+		}
 		if s.AdditionalProperties != nil && s.AdditionalProperties != jsonschema.TrueSchema && s.AdditionalProperties != jsonschema.FalseSchema {
 			return "Record<string, " + w.expr(s.AdditionalProperties, true) + ">"
 		}
 		return "Record<string, unknown>"
 	}
 	panic(fmt.Sprintf("contract: no TypeScript type for the schema %+v", s))
+}
+
+// fields is an object type of a schema's properties, each optional unless required, one a line
+// as prettier writes a named type's.
+func (w *tsWriter) fields(s *jsonschema.Schema) string {
+	var parts []string
+	for p := s.Properties.Oldest(); p != nil; p = p.Next() {
+		opt := "?"
+		if slices.Contains(s.Required, p.Key) {
+			opt = ""
+		}
+		parts = append(parts, fmt.Sprintf("  %s%s: %s;\n", p.Key, opt, w.expr(p.Value, true)))
+	}
+	return "{\n" + strings.Join(parts, "") + "}"
 }
 
 // quote writes a string literal as prettier does: single quotes unless the string holds more
@@ -324,11 +341,15 @@ func quote(s string) string {
 	return "'" + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), "'", `\'`) + "'"
 }
 
-// constName is the name of an enumeration's list of values: DiagnosisFormat → DIAGNOSIS_FORMATS.
+// constName is the name of an enumeration's list of values: DiagnosisFormat → DIAGNOSIS_FORMATS,
+// SLOFormat → SLO_FORMATS.
 func constName(typeName string) string {
 	var b strings.Builder
-	for i, r := range typeName {
-		if i > 0 && unicode.IsUpper(r) {
+	rs := []rune(typeName)
+	for i, r := range rs {
+		// A word starts at a capital after a small letter, or at the last capital of an
+		// acronym (SLOFormat → SLO_FORMAT).
+		if i > 0 && unicode.IsUpper(r) && (unicode.IsLower(rs[i-1]) || i+1 < len(rs) && unicode.IsLower(rs[i+1])) {
 			b.WriteByte('_')
 		}
 		b.WriteRune(unicode.ToUpper(r))

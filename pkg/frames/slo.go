@@ -1,0 +1,94 @@
+package frames
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+
+	"github.com/seed/vllm-datasource/pkg/slo"
+)
+
+// SLOStatus is the slo query's `status` format: one row per objective, instance and model,
+// then a fleet row per objective and model (instance slo.Fleet). good is the least count of
+// good events (exact when the threshold is a bucket bound: bounds says which bucket bounds
+// were used); budget_remaining and the burn rates are the worst ends of their intervals.
+func SLOStatus(rows []slo.Row, executed string, notices []string) *data.Frame {
+	n := len(rows)
+	str := func() []string { return make([]string, n) }
+	num := func() []*float64 { return make([]*float64, n) }
+	name, instance, model, bounds := str(), str(), str(), str()
+	good, total, low, high, objective, budget, burn1, burn6 := num(), num(), num(), num(), num(), num(), num(), num()
+	for i, r := range rows {
+		s := r.Status
+		name[i], instance[i], model[i], bounds[i] = r.Objective.Name, r.Key.Instance, r.Key.Model, boundsText(r)
+		good[i], total[i] = optFloat(s.Range.GoodLow), optFloat(s.Range.Total)
+		low[i], high[i] = optFloat(s.Attainment.Low), optFloat(s.Attainment.High)
+		objective[i] = optFloat(r.Objective.Target)
+		budget[i], burn1[i], burn6[i] = optFloat(s.Budget.Low), optFloat(s.Burn1h.High), optFloat(s.Burn6h.High)
+	}
+	unit := func(f *data.Field, u, display string) *data.Field {
+		f.Config = &data.FieldConfig{Unit: u, DisplayNameFromDS: display}
+		return f
+	}
+	frame := data.NewFrame("slo_status",
+		data.NewField("slo", nil, name),
+		data.NewField("instance", nil, instance),
+		data.NewField("model_name", nil, model),
+		unit(data.NewField("good", nil, good), "short", "Good events (at least)"),
+		unit(data.NewField("total", nil, total), "short", "Events"),
+		unit(data.NewField("attainment_low", nil, low), "percentunit", "Attainment (low)"),
+		unit(data.NewField("attainment_high", nil, high), "percentunit", "Attainment (high)"),
+		unit(data.NewField("objective", nil, objective), "percentunit", "Objective"),
+		unit(data.NewField("budget_remaining", nil, budget), "percentunit", "Budget left"),
+		unit(data.NewField("burn_rate_1h", nil, burn1), "short", "Burn rate 1h"),
+		unit(data.NewField("burn_rate_6h", nil, burn6), "short", "Burn rate 6h"),
+		data.NewField("bounds", nil, bounds),
+	)
+	frame.Meta = &data.FrameMeta{Type: data.FrameTypeTable, ExecutedQueryString: executed, Notices: warnings(notices)}
+	return frame
+}
+
+// boundsText says which bucket bounds a row's good events were counted at.
+func boundsText(r slo.Row) string {
+	switch {
+	case r.Objective.Family == "":
+		return "exact (finished requests)"
+	case math.IsNaN(r.Lower) || math.IsNaN(r.Upper):
+		return "instances with different bucket layouts"
+	case r.Lower == r.Upper:
+		return fmt.Sprintf("exact: %g s is a bucket bound", r.Lower)
+	}
+	return fmt.Sprintf("between the bucket bounds %g s and %g s", r.Lower, r.Upper)
+}
+
+// SLOAttribution is the slo query's `attribution` format: one row per objective, instance and
+// finding with the misses (bad) while it was active and their share of the instance's misses
+// over the range, and a row rule slo.NoFinding (no from and to) for the misses while none was.
+func SLOAttribution(rows []slo.AttributionRow, executed string, notices []string) *data.Frame {
+	n := len(rows)
+	str := func() []string { return make([]string, n) }
+	name, instance, model, rule := str(), str(), str(), str()
+	from, to := make([]*time.Time, n), make([]*time.Time, n)
+	bad, share := make([]float64, n), make([]float64, n)
+	for i, r := range rows {
+		name[i], instance[i], model[i], rule[i] = r.Objective.Name, r.Key.Instance, r.Key.Model, r.Rule
+		from[i], to[i] = optionalTime(r.From), optionalTime(r.To)
+		bad[i], share[i] = r.Bad, r.Share.Share
+	}
+	shareField := data.NewField("share", nil, share)
+	shareField.Config = &data.FieldConfig{Unit: "percentunit"}
+	frame := data.NewFrame("slo_attribution",
+		data.NewField("slo", nil, name),
+		data.NewField("instance", nil, instance),
+		data.NewField("model_name", nil, model),
+		data.NewField("rule", nil, rule),
+		data.NewField("from", nil, from),
+		data.NewField("to", nil, to),
+		data.NewField("bad", nil, bad),
+		shareField,
+	)
+	frame.Meta = &data.FrameMeta{Type: data.FrameTypeTable, ExecutedQueryString: executed, Notices: warnings(notices)}
+	return frame
+}

@@ -1,0 +1,79 @@
+package frames
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+
+	"github.com/seed/vllm-datasource/pkg/series"
+	"github.com/seed/vllm-datasource/pkg/slo"
+)
+
+func TestSLOStatusFrameHasTheContractFields(t *testing.T) {
+	ttft := slo.Objective{Name: "ttft-2s", Family: "vllm:time_to_first_token_seconds", Threshold: 2, Target: 0.99}
+	up := slo.Objective{Name: "up", Target: 0.999}
+	st := slo.Status{Range: slo.Tally{Total: 100, GoodLow: 90, GoodHigh: 95}, Attainment: slo.Interval{Low: 0.9, High: 0.95},
+		Budget: slo.Interval{Low: -4, High: -3.5}, Burn1h: slo.Interval{Low: 5, High: 10}, Burn6h: slo.Interval{Low: math.NaN(), High: math.NaN()}}
+	rows := []slo.Row{
+		{Objective: ttft, Key: series.Key{Instance: "a", Model: "m"}, Status: st, Lower: 1, Upper: 2.5},
+		{Objective: ttft, Key: series.Key{Instance: "b", Model: "m"}, Status: st, Lower: 2, Upper: 2},
+		{Objective: ttft, Key: series.Key{Instance: slo.Fleet, Model: "m"}, Status: st, Lower: math.NaN(), Upper: math.NaN()},
+		{Objective: up, Key: series.Key{Instance: "a", Model: "m"}, Status: st},
+	}
+	f := SLOStatus(rows, "q", []string{"a notice"})
+	if f.Meta == nil || f.Meta.Type != data.FrameTypeTable || len(f.Meta.Notices) != 1 || f.Meta.ExecutedQueryString != "q" {
+		t.Fatalf("meta %+v, want a table with the executed query and the notice", f.Meta)
+	}
+	for _, name := range []string{"slo", "instance", "model_name", "good", "total", "attainment_low", "attainment_high", "objective",
+		"budget_remaining", "burn_rate_1h", "burn_rate_6h", "bounds"} {
+		if fld, _ := f.FieldByName(name); fld == nil {
+			t.Errorf("field %q missing", name)
+		}
+	}
+	for _, c := range []struct {
+		what  string
+		field string
+		row   int
+		want  any
+	}{
+		{"good is the least count", "good", 0, 90.0},
+		{"the budget is its worst end", "budget_remaining", 0, -4.0},
+		{"a burn rate is its worst end", "burn_rate_1h", 0, 10.0},
+		{"a threshold between bounds names them", "bounds", 0, "between the bucket bounds 1 s and 2.5 s"},
+		{"a threshold on a bound is exact", "bounds", 1, "exact: 2 s is a bucket bound"},
+		{"a fleet of different layouts says so", "bounds", 2, "instances with different bucket layouts"},
+		{"availability is exact", "bounds", 3, "exact (finished requests)"},
+	} {
+		fld, _ := f.FieldByName(c.field)
+		if got, _ := fld.ConcreteAt(c.row); got != c.want {
+			t.Errorf("%s: %v, want %v", c.what, got, c.want)
+		}
+	}
+	if fld, _ := f.FieldByName("burn_rate_6h"); fld.At(0).(*float64) != nil {
+		t.Errorf("a burn rate without events is %v, want null", *fld.At(0).(*float64))
+	}
+}
+
+func TestSLOAttributionFrame(t *testing.T) {
+	t0 := time.Date(2026, 8, 1, 10, 0, 0, 0, time.UTC)
+	o := slo.Objective{Name: "ttft-2s"}
+	k := series.Key{Instance: "a", Model: "m"}
+	f := SLOAttribution([]slo.AttributionRow{
+		{Objective: o, Key: k, Share: slo.Share{Rule: "kv_cache_saturated", From: t0, To: t0.Add(time.Hour), Bad: 30, Share: 0.75}},
+		{Objective: o, Key: k, Share: slo.Share{Rule: slo.NoFinding, Bad: 10, Share: 0.25}},
+	}, "q", nil)
+	var names []string
+	for _, fld := range f.Fields {
+		names = append(names, fld.Name)
+	}
+	if got := strings.Join(names, " "); got != "slo instance model_name rule from to bad share" {
+		t.Errorf("fields %s", got)
+	}
+	from, _ := f.FieldByName("from")
+	if from.At(0).(*time.Time) == nil || from.At(1).(*time.Time) != nil {
+		t.Errorf("from %v, %v: want the finding's start, and null on the none row", from.At(0), from.At(1))
+	}
+}

@@ -1,0 +1,109 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+
+	"github.com/seed/vllm-datasource/pkg/series"
+	"github.com/seed/vllm-datasource/pkg/signals"
+	"github.com/seed/vllm-datasource/pkg/slo"
+)
+
+// SLO is the plan of an slo query: the objectives it answers and two requests of their
+// events, each ending at the range's end: Recent, at the panel's step over the range and the
+// slow burn-rate window (attainment, burn rates, attribution), and Budget, coarsely over the
+// longest objective's window (the budget left). Attribution adds the diagnosis of the range.
+type SLO struct {
+	Objectives []slo.Objective
+	From, To   time.Time
+	Recent     signals.Request
+	Budget     signals.Request
+	// Availability says whether an objective counts finished requests (the signals of
+	// AvailabilitySignals) rather than a histogram.
+	Availability bool
+	Diagnosis    *Diagnosis
+}
+
+// AvailabilitySignals are what availability objectives read: finished requests per second and
+// the shares of them aborted and errored.
+var AvailabilitySignals = []series.Signal{series.RequestRate, series.AbortRatio, series.ErrorRatio}
+
+// sloBudgetPoints bounds the steps of the budget request: a 28-day window is read every 40
+// minutes, each observation still counted once (the rate window is the step).
+const sloBudgetPoints = 1000
+
+// NewSLO plans an slo query over the objectives named (empty: all) of the settings.
+func NewSLO(s Settings, sc Scope, objectives []slo.Objective, names []string, attribution bool) (SLO, error) {
+	var chosen []slo.Objective
+	for _, o := range objectives {
+		if len(names) == 0 || slices.Contains(names, o.Name) {
+			chosen = append(chosen, o)
+		}
+	}
+	for _, n := range names {
+		if !slices.ContainsFunc(objectives, func(o slo.Objective) bool { return o.Name == n }) {
+			return SLO{}, backend.PluginError(fmt.Errorf("slo %q is not an objective of the data source's settings (slos): %s", n, objectiveNames(objectives)))
+		}
+	}
+	if len(chosen) == 0 {
+		return SLO{}, backend.PluginError(fmt.Errorf("the data source has no service-level objectives: add them to its settings (slos)"))
+	}
+	step := Step(s, sc)
+	if sc.To.Sub(sc.From) < step {
+		return SLO{}, backend.PluginError(fmt.Errorf("the time range (%s) is shorter than one step (%s): widen it", sc.To.Sub(sc.From), step))
+	}
+	from, to := sc.From.Truncate(step), sc.To.Truncate(step)
+	var families []string
+	var window time.Duration
+	avail := false
+	for _, o := range chosen {
+		if o.Family == "" {
+			avail = true
+		} else if !slices.Contains(families, o.Family) {
+			families = append(families, o.Family)
+		}
+		window = max(window, o.Window)
+	}
+	var sigs []series.Signal
+	if avail {
+		sigs = AvailabilitySignals
+	}
+	recentFrom := from
+	if burn := to.Add(-slo.BurnLong).Truncate(step); burn.Before(from) {
+		recentFrom = burn
+	}
+	budgetStep := max(step, (window / sloBudgetPoints).Round(time.Minute))
+	p := SLO{Objectives: chosen, From: from, To: to, Availability: avail,
+		Recent: signals.Request{Signals: sigs, Histograms: families, Start: recentFrom, End: to, Step: step, Instance: sc.Instance, Model: sc.Model},
+		Budget: signals.Request{Signals: sigs, Histograms: families, Start: to.Add(-window).Truncate(budgetStep), End: to, Step: budgetStep, Instance: sc.Instance, Model: sc.Model},
+	}
+	if attribution {
+		d, err := NewDiagnosis(s, sc, nil, nil)
+		if err != nil {
+			return SLO{}, err
+		}
+		p.Diagnosis = &d
+	}
+	return p, nil
+}
+
+func objectiveNames(os []slo.Objective) string {
+	if len(os) == 0 {
+		return "it has none"
+	}
+	names := make([]string, len(os))
+	for i, o := range os {
+		names[i] = o.Name
+	}
+	return "they are " + strings.Join(names, ", ")
+}
+
+// Executed is the plan as fetched, for the frames' executedQueryString.
+func (p SLO) Executed(recent, budget *signals.Plan) string {
+	return fmt.Sprintf("Objectives from %s to %s, read every %s (and every %s over their window for the budget).\n%s\n%s",
+		stamp(p.From), stamp(p.To), p.Recent.Step, p.Budget.Step, recent, budget)
+}

@@ -1,0 +1,108 @@
+package plan_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seed/vllm-datasource/pkg/plan"
+	"github.com/seed/vllm-datasource/pkg/series"
+	"github.com/seed/vllm-datasource/pkg/slo"
+	"github.com/seed/vllm-datasource/pkg/vllm"
+)
+
+func objectives(t *testing.T, raw string) []slo.Objective {
+	t.Helper()
+	os, err := slo.Parse(json.RawMessage(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return os
+}
+
+func TestSLOPlan(t *testing.T) {
+	all := objectives(t, `[
+		{"name": "ttft-2s", "indicator": "ttft", "threshold": 2, "objective": 0.99, "window": "28d"},
+		{"name": "e2e-30s", "indicator": "e2e", "threshold": 30, "objective": 0.99, "window": "7d"},
+		{"name": "up", "indicator": "availability", "objective": 0.999, "window": "7d"}]`)
+	sc := plan.Scope{From: t0, To: t0.Add(2 * time.Hour), Interval: time.Minute, Instance: "vllm-0.*"}
+	for _, c := range []struct {
+		name          string
+		names         []string
+		families      []string
+		signals       []series.Signal
+		recentFrom    time.Time
+		budgetStep    time.Duration
+		budgetFrom    time.Time
+		withDiagnosis bool
+	}{
+		{"every objective: their families, availability's signals, the longest window", nil,
+			[]string{vllm.TimeToFirstToken, vllm.E2ELatency}, plan.AvailabilitySignals,
+			t0.Add(2 * time.Hour).Add(-slo.BurnLong), 40 * time.Minute, t0.Add(2*time.Hour - 28*24*time.Hour).Truncate(40 * time.Minute), false},
+		{"one objective: its family and window alone", []string{"e2e-30s"},
+			[]string{vllm.E2ELatency}, nil,
+			t0.Add(2 * time.Hour).Add(-slo.BurnLong), 10 * time.Minute, t0.Add(2*time.Hour - 7*24*time.Hour), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := plan.NewSLO(settings, sc, all, c.names, c.withDiagnosis)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, x := range []struct {
+				what      string
+				got, want any
+			}{
+				{"families", strings.Join(p.Recent.Histograms, " "), strings.Join(c.families, " ")},
+				{"signals", len(p.Recent.Signals), len(c.signals)},
+				{"recent start: the 6 h burn window before the range's end", p.Recent.Start, c.recentFrom},
+				{"recent step: the panel's", p.Recent.Step, time.Minute},
+				{"budget step: the window over 1000, to the minute", p.Budget.Step, c.budgetStep},
+				{"budget start", p.Budget.Start, c.budgetFrom},
+				{"budget end", p.Budget.End, sc.To},
+				{"instance filter", p.Budget.Instance, "vllm-0.*"},
+				{"no diagnosis", p.Diagnosis == nil, true},
+			} {
+				if x.got != x.want {
+					t.Errorf("%s: %v, want %v", x.what, x.got, x.want)
+				}
+			}
+		})
+	}
+	t.Run("attribution plans the diagnosis of the range", func(t *testing.T) {
+		p, err := plan.NewSLO(settings, sc, all, nil, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Diagnosis == nil || !p.Diagnosis.From.Equal(t0) || !p.Diagnosis.To.Equal(sc.To) {
+			t.Errorf("diagnosis %+v, want one over the range", p.Diagnosis)
+		}
+	})
+}
+
+func TestSLOPlanRefuses(t *testing.T) {
+	one := objectives(t, `[{"name": "ttft-2s", "indicator": "ttft", "threshold": 2, "objective": 0.99, "window": "28d"}]`)
+	for _, c := range []struct {
+		name       string
+		objectives []slo.Objective
+		names      []string
+		scope      plan.Scope
+		says       []string
+	}{
+		{"no objectives in the settings", nil, nil, hour(t0), []string{"no service-level objectives", "slos"}},
+		{"an objective the settings lack", one, []string{"ttft-1s"}, hour(t0), []string{`slo "ttft-1s"`, "they are ttft-2s"}},
+		{"a range shorter than a step", one, nil, plan.Scope{From: t0, To: t0.Add(time.Second)}, []string{"time range", "shorter than one step"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := plan.NewSLO(settings, c.scope, c.objectives, c.names, false)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, s := range c.says {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("%q does not say %q", err, s)
+				}
+			}
+		})
+	}
+}

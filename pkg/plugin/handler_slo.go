@@ -1,0 +1,70 @@
+package plugin
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+
+	"github.com/seed/vllm-datasource/pkg/frames"
+	"github.com/seed/vllm-datasource/pkg/plan"
+	"github.com/seed/vllm-datasource/pkg/signals"
+	"github.com/seed/vllm-datasource/pkg/slo"
+)
+
+// Formats of an slo query; sloFormats says what each answers.
+const (
+	FormatSLOStatus      SLOFormat = "status"
+	FormatSLOAttribution SLOFormat = "attribution"
+)
+
+// sloFormat is one form of an slo query's answer.
+type sloFormat struct {
+	EnumValue
+	// attribution says whether the format needs the diagnosis of the range.
+	attribution bool
+}
+
+// sloFormats are the formats of an slo query (FormatSLOStatus when it names none).
+var sloFormats = []sloFormat{
+	{EnumValue: EnumValue{Value: string(FormatSLOStatus), Doc: "one row per objective, instance and model: attainment as an interval, the budget left over the objective's window, burn rates over 1 h and 6 h; a fleet row per objective and model"}},
+	{EnumValue: EnumValue{Value: string(FormatSLOAttribution), Doc: "one row per objective, instance and finding: the misses while the finding was active and their share of the instance's misses; rule none for the misses while no finding was"}, attribution: true},
+}
+
+func handleSLO(ctx context.Context, d *Datasource, q backend.DataQuery, query SLOQuery) backend.DataResponse {
+	if d.settings.SLOsErr != nil {
+		return badQuery(fmt.Errorf("data source settings: %w", d.settings.SLOsErr))
+	}
+	format, ok := lookup(sloFormats, cmp.Or(query.Format, FormatSLOStatus))
+	if !ok {
+		return badQuery(fmt.Errorf("format %q is not one of %s", query.Format, valueList(sloFormats)))
+	}
+	p, err := plan.NewSLO(d.planSettings(), scopeOf(q, query.Scope), d.settings.SLOs, query.SLOs, format.attribution)
+	if err != nil {
+		return errorResponse(err)
+	}
+	var (
+		res  []*signals.Result
+		diag *Diagnosis
+	)
+	if p.Diagnosis != nil {
+		// The diagnosis is shared with the refresh's diagnosis queries of the same range.
+		if diag, err = d.diagnosePlan(ctx, *p.Diagnosis); err != nil {
+			return errorResponse(err)
+		}
+	}
+	if res, err = d.prom.FetchAll(ctx, p.Recent, p.Budget); err != nil {
+		return errorResponse(err)
+	}
+	recent, budget := res[0], res[1]
+	executed := p.Executed(recent.Plan, budget.Plan)
+	notices := append(append([]string(nil), recent.Notices...), budget.Notices...)
+	if format.attribution {
+		rows := slo.Attributions(p.Objectives, recent.Set, p.From, diag.Result.Findings)
+		return backend.DataResponse{Frames: data.Frames{frames.SLOAttribution(rows, executed+"\n"+diag.Executed, notices)}}
+	}
+	rows := slo.Statuses(p.Objectives, recent.Set, budget.Set, p.From)
+	return backend.DataResponse{Frames: data.Frames{frames.SLOStatus(rows, executed, notices)}}
+}

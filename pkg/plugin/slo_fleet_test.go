@@ -1,0 +1,161 @@
+package plugin
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+
+	"github.com/seed/vllm-datasource/pkg/sim"
+	"github.com/seed/vllm-datasource/pkg/slo"
+)
+
+// The fleet's objectives: TTFT under 1 s (a bucket bound of vLLM's TTFT histogram) and under
+// 2 s (between the bounds 1 and 2.5), and a request's time per output token under 25 ms, which
+// the fault that slows decoding misses.
+var fleetSLOs = []map[string]any{
+	{"name": "ttft-1s", "indicator": "ttft", "threshold": 1, "objective": 0.99, "window": "28d"},
+	{"name": "ttft-2s", "indicator": "ttft", "threshold": 2, "objective": 0.99, "window": "7d"},
+	{"name": "tpot-25ms", "indicator": "tpot", "threshold": 0.025, "objective": 0.99, "window": "7d"},
+}
+
+// sloRestarted is a healthy instance of the fleet that restarts halfway, down for two minutes:
+// its counters reset, and its scrapes have a gap.
+const sloRestarted = 10
+
+// TestFleetSLO checks the slo query on a simulated fleet of 12 instances, all of whose spans
+// the simulator keeps: each request's TTFT as the simulator injected it is the ground truth.
+func TestFleetSLO(t *testing.T) {
+	sc, err := sim.Fleet(fleetSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, faulty := sim.FleetFaulty(fleetSize)[sc.Instances[sloRestarted].Address]; faulty {
+		t.Fatalf("instance %d of the fleet is faulty: pick a healthy one to restart", sloRestarted)
+	}
+	sc.Instances[sloRestarted].Faults = []sim.Fault{{Rule: "restart", From: 0.5, To: 0.5 + 1e-9, Restart: true, Downtime: 120}}
+	start := time.Now().Truncate(time.Minute).Add(-fleetRun - 5*time.Minute)
+	res, err := sim.Run(sc, start, fleetRun, simScrape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prom := simPrometheus(t, res)
+	pc := pluginContext(prom.URL, map[string]any{"scrapeInterval": simScrape.String(), "slos": fleetSLOs})
+	from, to := res.Start, res.Start.Add(fleetRun)
+	query := func(format string) *data.Frame {
+		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+		defer cancel()
+		r, err := grpcPlugin(t).QueryData(ctx, &backend.QueryDataRequest{PluginContext: pc,
+			Queries: []backend.DataQuery{rangeQuery("S", from, to, map[string]any{"queryType": "slo", "format": format})}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := r.Responses["S"]
+		if out.Error != nil || len(out.Frames) != 1 {
+			t.Fatalf("slo %s: %v, %d frames", format, out.Error, len(out.Frames))
+		}
+		return out.Frames[0]
+	}
+	t.Run("attainment holds the injected attainment", func(t *testing.T) {
+		fleetAttainment(t, query("status"), res, from, to)
+	})
+	t.Run("each faulty instance's misses go most to its fault's finding", func(t *testing.T) {
+		fleetAttribution(t, query("attribution"))
+	})
+}
+
+// injectedAttainment is the share of an instance's requests whose TTFT, as the simulator
+// injected it, is at most threshold, over the requests whose first token came in (from, to].
+func injectedAttainment(res *sim.Result, instance string, threshold float64, from, to time.Time) (float64, int) {
+	var good, all int
+	for _, sp := range res.Spans {
+		at := sp.Start.Add(time.Duration(sp.TTFT * float64(time.Second)))
+		if sp.Instance != instance || !at.After(from) || at.After(to) {
+			continue
+		}
+		all++
+		if sp.TTFT <= threshold {
+			good++
+		}
+	}
+	return float64(good) / float64(all), all
+}
+
+func fleetAttainment(t *testing.T, f *data.Frame, res *sim.Result, from, to time.Time) {
+	thresholds := map[string]float64{"ttft-1s": 1, "ttft-2s": 2}
+	rows := 0
+	for i := range f.Rows() {
+		instance := cellString(f, "instance", i)
+		if instance == slo.Fleet {
+			continue
+		}
+		name := cellString(f, "slo", i)
+		if _, ttft := thresholds[name]; !ttft {
+			continue
+		}
+		want, n := injectedAttainment(res, instance, thresholds[name], from, to)
+		low, high := cellFloat(f, "attainment_low", i), cellFloat(f, "attainment_high", i)
+		t.Logf("%s %s: injected %.4f of %d, answer [%.4f, %.4f] (%s)", name, instance, want, n, low, high, cellString(f, "bounds", i))
+		if !(want >= low-0.01 && want <= high+0.01) {
+			t.Errorf("%s on %s: injected attainment %.4f (%d requests) outside the answer [%.4f, %.4f] ± 0.01", name, instance, want, n, low, high)
+		}
+		rows++
+	}
+	if rows != 2*fleetSize {
+		t.Errorf("%d instance rows, want %d", rows, 2*fleetSize)
+	}
+}
+
+// fleetAttribution: on each faulty instance, the objective its fault makes it miss most (the
+// one with the most misses there) has the fault's rule first, with the largest share.
+func fleetAttribution(t *testing.T, f *data.Frame) {
+	type group struct{ slo, instance string }
+	top, misses := map[group]string{}, map[group]float64{}
+	for i := range f.Rows() {
+		g := group{cellString(f, "slo", i), cellString(f, "instance", i)}
+		t.Logf("%s %s: %s %.3f (%.0f misses)", g.slo, g.instance, cellString(f, "rule", i), cellFloat(f, "share", i), cellFloat(f, "bad", i))
+		if _, seen := top[g]; !seen {
+			top[g] = cellString(f, "rule", i) // rows come sorted by share
+		}
+		misses[g] += cellFloat(f, "bad", i)
+	}
+	checked := 0
+	for instance, rule := range sim.FleetFaulty(fleetSize) {
+		worst := group{}
+		for g, n := range misses {
+			if g.instance == instance && n > misses[worst] {
+				worst = g
+			}
+		}
+		if worst.instance == "" {
+			t.Logf("%s (fault %s) missed none of the objectives", instance, rule)
+			continue
+		}
+		checked++
+		if top[worst] != rule {
+			t.Errorf("%s on %s (fault %s): the largest share is %q's", worst.slo, instance, rule, top[worst])
+		}
+	}
+	if checked < 4 {
+		t.Errorf("%d faulty instances missed an objective, want at least 4", checked)
+	}
+}
+
+func cellFloat(f *data.Frame, name string, row int) float64 {
+	field, _ := f.FieldByName(name)
+	if field == nil {
+		return math.NaN()
+	}
+	v, ok := field.ConcreteAt(row)
+	if !ok {
+		return math.NaN()
+	}
+	switch x := v.(type) {
+	case float64:
+		return x
+	}
+	return math.NaN()
+}

@@ -1,0 +1,139 @@
+package slo
+
+import (
+	"math"
+	"time"
+
+	"github.com/seed/vllm-datasource/pkg/diagnosis"
+	"github.com/seed/vllm-datasource/pkg/series"
+)
+
+// Fleet is the instance of a model's fleet row.
+const Fleet = "fleet"
+
+// Row is one objective's status on one key, or on a model's fleet (Key.Instance Fleet): the
+// events of its instances added up.
+type Row struct {
+	Objective Objective
+	Key       series.Key
+	Status    Status
+	// Lower and Upper are the bucket bounds the good events were counted at (NaN on a fleet
+	// row whose instances have different layouts).
+	Lower, Upper float64
+}
+
+// AttributionRow is one objective's misses on one key while a finding (or none) was active.
+type AttributionRow struct {
+	Objective Objective
+	Key       series.Key
+	Share
+}
+
+// eventsOf reads an objective's events of a key from a set: its histogram's, or for
+// availability the finished requests and those without abort or error.
+func eventsOf(o Objective, set *series.Set, k series.Key) (Events, bool) {
+	if o.Family != "" {
+		h := set.Histogram(o.Family, k)
+		if h == nil {
+			return Events{}, false
+		}
+		return FromHistogram(h, o.Threshold, set.Grid.Step), true
+	}
+	rate := set.Get(k, series.RequestRate)
+	if rate == nil {
+		return Events{}, false
+	}
+	good := make([]float64, len(rate.Values))
+	for i, r := range rate.Values {
+		bad := orZero(set.Value(k, series.AbortRatio, i)) + orZero(set.Value(k, series.ErrorRatio, i))
+		good[i] = r * math.Max(0, 1-bad)
+	}
+	return FromCounts(rate.Values, good, set.Grid.Step), true
+}
+
+func orZero(v float64) float64 {
+	if math.IsNaN(v) {
+		return 0
+	}
+	return v
+}
+
+// keysOf are the keys of a set an objective applies to, sorted by instance then model.
+func keysOf(o Objective, set *series.Set) []series.Key {
+	all := set.Keys()
+	if o.Family != "" {
+		all = set.HistogramKeys(o.Family)
+	}
+	var out []series.Key
+	for _, k := range all {
+		if o.Matches(k.Model) {
+			if _, ok := eventsOf(o, set, k); ok {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
+// rangeFrom is the first step of a grid after a time: a step's events are those of the rate
+// window ending at it, so the step at the range's start holds events from before it.
+func rangeFrom(g series.Grid, from time.Time) int {
+	i, ok := g.Index(from)
+	if !ok {
+		return 0
+	}
+	return i + 1
+}
+
+// Statuses are the objectives' rows, each objective's keys sorted then a fleet row per model:
+// recent holds the range from `from` to its grid's end and the burn-rate windows before it,
+// window the objectives' windows.
+func Statuses(objectives []Objective, recent, window *series.Set, from time.Time) []Row {
+	start := rangeFrom(recent.Grid, from)
+	var out []Row
+	for _, o := range objectives {
+		type part struct{ recent, window Events }
+		byModel := map[string][]part{}
+		var models []string
+		for _, k := range keysOf(o, recent) {
+			r, _ := eventsOf(o, recent, k)
+			w, ok := eventsOf(o, window, k)
+			if !ok {
+				w = Events{}
+			}
+			out = append(out, Row{Objective: o, Key: k, Status: StatusOf(r, recent.Grid, start, w, o), Lower: r.Lower, Upper: r.Upper})
+			if _, seen := byModel[k.Model]; !seen {
+				models = append(models, k.Model)
+			}
+			byModel[k.Model] = append(byModel[k.Model], part{r, w})
+		}
+		for _, m := range models {
+			var rs, ws []Events
+			for _, p := range byModel[m] {
+				rs = append(rs, p.recent)
+				if p.window.Total != nil {
+					ws = append(ws, p.window)
+				}
+			}
+			r, w := Sum(rs...), Sum(ws...)
+			out = append(out, Row{Objective: o, Key: series.Key{Instance: Fleet, Model: m}, Status: StatusOf(r, recent.Grid, start, w, o), Lower: r.Lower, Upper: r.Upper})
+		}
+	}
+	return out
+}
+
+// Attributions are the objectives' misses on each key over the range, split among the
+// findings active when they happened (Attribute), in the order of Statuses' rows.
+func Attributions(objectives []Objective, recent *series.Set, from time.Time, findings []diagnosis.Finding) []AttributionRow {
+	start := rangeFrom(recent.Grid, from)
+	var out []AttributionRow
+	for _, o := range objectives {
+		for _, k := range keysOf(o, recent) {
+			e, _ := eventsOf(o, recent, k)
+			for _, s := range Attribute(e, recent.Grid, start, recent.Grid.Len-1, k, findings) {
+				out = append(out, AttributionRow{Objective: o, Key: k, Share: s})
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,68 @@
+package slo
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/seed/vllm-datasource/pkg/series"
+	"github.com/seed/vllm-datasource/pkg/vllm"
+)
+
+// TestStatuses: two instances of model m and one of q on a grid of 3 one-minute steps; the
+// objective applies to m alone.
+func TestStatuses(t *testing.T) {
+	os, err := Parse(json.RawMessage(`[{"name": "ttft-1s", "indicator": "ttft", "threshold": 1, "objective": 0.9, "window": "1h", "model": "m"},
+		{"name": "up", "indicator": "availability", "objective": 0.9, "window": "1h"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Unix(1_700_000_000, 0)
+	g := series.NewGrid(t0, t0.Add(2*time.Minute), time.Minute)
+	set := series.NewSet(g)
+	a, b, q := series.Key{Instance: "a", Model: "m"}, series.Key{Instance: "b", Model: "m"}, series.Key{Instance: "c", Model: "q"}
+	// Per second at each step: a all good; b half good; c none good.
+	set.PutHistogram(vllm.TimeToFirstToken, a, hist([]float64{1, 1, 1, 1}, []float64{1, 1, 1, 1}, []float64{1, 1, 1, 1}))
+	set.PutHistogram(vllm.TimeToFirstToken, b, hist([]float64{0.5, 0.5, 1, 1}, []float64{0.5, 0.5, 1, 1}, []float64{0.5, 0.5, 1, 1}))
+	set.PutHistogram(vllm.TimeToFirstToken, q, hist([]float64{0, 0, 0, 1}, []float64{0, 0, 0, 1}, []float64{0, 0, 0, 1}))
+	// Availability on a: 2 requests a second, a quarter aborted, none errored.
+	put := func(k series.Key, sig series.Signal, v float64) {
+		s := series.NewSeries(sig, k, g.Len)
+		for i := range s.Values {
+			s.Values[i] = v
+		}
+		set.Put(s)
+	}
+	put(a, series.RequestRate, 2)
+	put(a, series.AbortRatio, 0.25)
+	put(a, series.ErrorRatio, 0)
+	// The window's set holds a alone.
+	window := series.NewSet(g)
+	window.PutHistogram(vllm.TimeToFirstToken, a, set.Histogram(vllm.TimeToFirstToken, a))
+
+	rows := Statuses(os, set, window, t0)
+	type want struct {
+		slo, instance string
+		total, low    float64
+		budget        float64
+	}
+	wants := []want{
+		{"ttft-1s", "a", 120, 1, 1},
+		{"ttft-1s", "b", 120, 0.5, math.NaN()},
+		{"ttft-1s", Fleet, 240, 0.75, 1},
+		{"up", "a", 240, 0.75, math.NaN()},
+		{"up", Fleet, 240, 0.75, math.NaN()},
+	}
+	if len(rows) != len(wants) {
+		t.Fatalf("%d rows, want %d: %+v", len(rows), len(wants), rows)
+	}
+	for i, w := range wants {
+		r := rows[i]
+		if r.Objective.Name != w.slo || r.Key.Instance != w.instance || !same(r.Status.Range.Total, w.total) ||
+			!same(r.Status.Attainment.Low, w.low) || !same(r.Status.Budget.Low, w.budget) {
+			t.Errorf("row %d: %s %s total %v attainment %v budget %v; want %+v", i, r.Objective.Name, r.Key.Instance,
+				r.Status.Range.Total, r.Status.Attainment.Low, r.Status.Budget.Low, w)
+		}
+	}
+}
