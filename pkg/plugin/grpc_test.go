@@ -64,7 +64,7 @@ func TestPluginOverGRPC(t *testing.T) {
 	}
 }
 
-// signalPromQL is each signal's PromQL as TELEMETRY §4 writes it, at the rate window of a
+// signalPromQL is each signal's PromQL as vLLM's metrics are read by hand, at the rate window of a
 // 15 s scrape and step (four scrapes).
 var signalPromQL = map[series.Signal]string{
 	series.TTFTP50: `histogram_quantile(0.5, sum by (le, instance, model_name) (rate(vllm:time_to_first_token_seconds_bucket[1m])))`,

@@ -161,7 +161,7 @@ var Catalog = []Def{
 	quantile(series.ITLP50, "Inter-token latency p50", 0.5, groupLatency, "Median time between consecutive outputs of a request.", vllm.InterTokenLatency, vllm.TimePerOutputToken),
 	quantile(series.ITLP99, "Inter-token latency p99", 0.99, groupLatency, "99th percentile time between consecutive outputs.", vllm.InterTokenLatency, vllm.TimePerOutputToken),
 	// vllm:time_per_output_token_seconds is the old name of the inter-token latency histogram
-	// (TELEMETRY §3): one observation per gap, not per request, so its quantiles are ITL's, and
+	// (package vllm): one observation per gap, not per request, so its quantiles are ITL's, and
 	// per-request TPOT quantiles exist only where vLLM has the per-request histogram.
 	quantile(series.TPOTP50, "Time per output token p50", 0.5, groupLatency, "Median of each request's mean decode time per output token (vLLM with the per-request histogram only).", vllm.RequestTimePerToken),
 	quantile(series.TPOTP99, "Time per output token p99", 0.99, groupLatency, "99th percentile of each request's mean decode time per output token (vLLM with the per-request histogram only).", vllm.RequestTimePerToken),
