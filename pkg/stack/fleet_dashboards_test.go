@@ -74,11 +74,17 @@ func loadFleetDashboard(t *testing.T, file string) fleetDashboard {
 
 func (p fleetPanel) queries(t *testing.T) []plugin.Query {
 	t.Helper()
+	return decodeQueries(t, p.Title, p.Targets)
+}
+
+// decodeQueries decodes a panel's targets as the plugin reads them.
+func decodeQueries(t *testing.T, panel string, targets []json.RawMessage) []plugin.Query {
+	t.Helper()
 	var out []plugin.Query
-	for _, raw := range p.Targets {
+	for _, raw := range targets {
 		q, err := DecodeQuery(raw)
 		if err != nil {
-			t.Fatalf("%s: %v", p.Title, err)
+			t.Fatalf("%s: %v", panel, err)
 		}
 		out = append(out, q)
 	}

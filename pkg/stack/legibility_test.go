@@ -57,19 +57,6 @@ func dashboardFiles(t *testing.T) []string {
 	return out
 }
 
-func decodeTargets(t *testing.T, p sizedPanel) []plugin.Query {
-	t.Helper()
-	var out []plugin.Query
-	for _, raw := range p.Targets {
-		q, err := DecodeQuery(raw)
-		if err != nil {
-			t.Fatalf("%s: %v", p.Title, err)
-		}
-		out = append(out, q)
-	}
-	return out
-}
-
 // Each state timeline's default query draws at most frames.ReadableRows rows (one per
 // instance, worst first), and its panel is tall enough for each of them to get minRowPx.
 func TestStateTimelinePanelsFitTheirRows(t *testing.T) {
@@ -80,7 +67,7 @@ func TestStateTimelinePanelsFitTheirRows(t *testing.T) {
 				continue
 			}
 			seen++
-			for _, q := range decodeTargets(t, p) {
+			for _, q := range decodeQueries(t, p.Title, p.Targets) {
 				if dq, ok := q.(plugin.DiagnosisQuery); !ok || dq.Format != plugin.FormatTimeline || dq.AllRules {
 					t.Errorf("%s, %s: %#v is not a timeline query bounded to the readable rows", file, p.Title, q)
 				}
@@ -107,7 +94,7 @@ func TestGraphsDrawTheTopKInstancesOfTheirSignals(t *testing.T) {
 			if p.Type != "timeseries" {
 				continue
 			}
-			for _, q := range decodeTargets(t, p) {
+			for _, q := range decodeQueries(t, p.Title, p.Targets) {
 				if sq, isSignals := q.(plugin.SignalsQuery); isSignals {
 					graphs++
 					if sq.TopK != "$topk" {

@@ -54,6 +54,21 @@ func validate(t *testing.T, doc []byte) {
 	}
 }
 
+// decodeReport decodes the command's JSON answer after checking that it exited with at most
+// maxCode, wrote nothing on stderr and follows the output schema.
+func decodeReport[R any](t *testing.T, r result, maxCode int) R {
+	t.Helper()
+	if r.code > maxCode || r.stderr != "" {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	validate(t, []byte(r.stdout))
+	var rep R
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
 // sameRows checks that the CLI's rows hold the plugin frame's rows, field by field: the same
 // columns, the same values (times to the nanosecond, numbers exactly).
 func sameRows(t *testing.T, what string, frame *data.Frame, got []map[string]any) {
@@ -128,14 +143,7 @@ func TestAgainstRealBackends(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				r := cli(t, nil, "--prometheus", b.prom.URL, "--label-matchers", matchers(run),
 					"--from", stamp(from), "--to", stamp(to), "--output", "json")
-				if r.code > exitCritical || r.stderr != "" {
-					t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
-				}
-				validate(t, []byte(r.stdout))
-				var rep diagnosisReport
-				if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
-					t.Fatal(err)
-				}
+				rep := decodeReport[diagnosisReport](t, r, exitCritical)
 				g := grafanaFor(t, b.prom.URL, map[string]any{"labelMatchers": matchers(run)})
 				answer := g.ask(t, map[string]any{"queryType": "diagnosis"}, from, to)
 				if len(answer.Frames) != 1 {
@@ -337,14 +345,7 @@ func TestAgainstRealBackends(t *testing.T) {
 		qFrom, qTo := tr.Start.Add(9*time.Minute), tr.Start.Add(13*time.Minute)
 		r := cli(t, nil, "explain", id, "--prometheus", b.prom.URL, "--jaeger", b.jaeger.QueryURL, "--label-matchers", matchers(run),
 			"--from", stamp(qFrom), "--to", stamp(qTo), "--output", "json")
-		if r.code > exitCritical || r.stderr != "" {
-			t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
-		}
-		validate(t, []byte(r.stdout))
-		var rep explainReport
-		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
-			t.Fatal(err)
-		}
+		rep := decodeReport[explainReport](t, r, exitCritical)
 		g := grafanaFor(t, b.prom.URL, map[string]any{"labelMatchers": matchers(run), "tracesBackend": "jaeger", "tracesUrl": b.jaeger.QueryURL})
 		answer := g.ask(t, map[string]any{"queryType": "explain", "traceId": id}, qFrom, qTo)
 		sameRows(t, "explanation", explanationFrame(answer.Frames), []map[string]any{rep.Explanation})
@@ -371,14 +372,7 @@ func TestAgainstRealBackends(t *testing.T) {
 		cFrom, cTo := tr.Start.Add(5*time.Minute), tr.Start.Add(35*time.Minute)
 		r := cli(t, nil, "verdict", "--baseline", baseline, "--prometheus", b.prom.URL, "--label-matchers", matchers(run),
 			"--from", stamp(cFrom), "--to", stamp(cTo), "--output", "json")
-		if r.code > exitWarning || r.stderr != "" {
-			t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
-		}
-		validate(t, []byte(r.stdout))
-		var rep verdictReport
-		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
-			t.Fatal(err)
-		}
+		rep := decodeReport[verdictReport](t, r, exitWarning)
 		base := strings.Split(baseline, "..")
 		g := grafanaFor(t, b.prom.URL, map[string]any{"labelMatchers": matchers(run)})
 		answer := g.ask(t, map[string]any{"queryType": "verdict", "baselineFrom": base[0], "baselineTo": base[1]}, cFrom, cTo)

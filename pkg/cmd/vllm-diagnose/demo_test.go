@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -93,18 +92,10 @@ func TestDemoListNamesEveryScenario(t *testing.T) {
 	}
 }
 
-// report decodes a JSON answer of the command that exited with findings or none.
+// report decodes a JSON diagnosis of the command that exited with findings or none.
 func report(t *testing.T, r result) diagnosisReport {
 	t.Helper()
-	if r.code > exitCritical || r.stderr != "" {
-		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
-	}
-	validate(t, []byte(r.stdout))
-	var rep diagnosisReport
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
-		t.Fatal(err)
-	}
-	return rep
+	return decodeReport[diagnosisReport](t, r, exitCritical)
 }
 
 // TestSavedDemoReadsTheSame: a demo saved with --save is diagnosed the same by --from-dir
