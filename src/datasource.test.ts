@@ -1,8 +1,16 @@
-import { CoreApp, dateTime, type DataQueryRequest, type DataQueryResponse } from '@grafana/data';
-import { firstValueFrom, type Observable } from 'rxjs';
+import {
+  CoreApp,
+  dateTime,
+  FieldType,
+  toDataFrame,
+  type DataQueryRequest,
+  type DataQueryResponse,
+} from '@grafana/data';
+import { firstValueFrom, of, type Observable } from 'rxjs';
 
-import { DataSource, regexFormatter } from './datasource';
+import { DataSource, regexFormatter, type LabelVariableQuery } from './datasource';
 import { dataSourceWith, fakeTemplateSrv, instanceSettings } from './testUtils';
+import { ANOMALOUS_CHOICES, requestChoices } from './variables';
 import { QUERY_DEFAULTS, type VllmQuery, type VllmVariableQuery } from './types';
 
 const vars = {
@@ -89,7 +97,11 @@ describe('filterQuery', () => {
     ['a signals query', { refId: 'A', queryType: 'signals' }, true],
     ['a text-form query', { refId: 'A', expr: 'explain abc' }, true],
     ['a hidden query', { refId: 'A', queryType: 'signals', hide: true }, false],
-    ['an explain without a trace id', { refId: 'A', queryType: 'explain', traceId: ' ' }, false],
+    [
+      'an explain without a trace id, which the backend answers with what to do',
+      { refId: 'A', queryType: 'explain', traceId: ' ' },
+      true,
+    ],
     ['an explain with a trace id', { refId: 'A', queryType: 'explain', traceId: 'abc' }, true],
   ])('%s → %p', (_name, q, want) => {
     expect(dataSource().filterQuery(q)).toBe(want);
@@ -121,7 +133,7 @@ describe('metricFindQuery', () => {
     raw: { from: 'now-1h', to: 'now' },
   };
 
-  it.each<[string, Omit<VllmVariableQuery, 'refId'> | string, string, Record<string, string>]>([
+  it.each<[string, LabelVariableQuery | string, string, Record<string, string>]>([
     ['instances', { kind: 'instances' }, 'instances', {}],
     ['models', { kind: 'models' }, 'models', {}],
     ['instances of a model variable', { kind: 'instances', model: '$model' }, 'instances', { model: 'qwen-0\\.5b' }],
@@ -172,5 +184,57 @@ describe('metricFindQuery', () => {
     await expect(ds.metricFindQuery({ kind: 'instances' })).rejects.toMatchObject({
       data: { error: 'Prometheus unreachable' },
     });
+  });
+});
+
+describe('the anomalous requests variable', () => {
+  const range = {
+    from: dateTime(1_700_000_000_000),
+    to: dateTime(1_700_003_600_000),
+    raw: { from: 'now-1h', to: 'now' },
+  };
+  const answer = toDataFrame({
+    name: 'requests',
+    fields: [
+      { name: 'trace_id', type: FieldType.string, values: ['t-worst', 't-next'] },
+      { name: 'instance', type: FieldType.string, values: ['a:8000', 'b:8000'] },
+      { name: 'anomalies', type: FieldType.string, values: ['ttft_high', ''] },
+    ],
+  });
+
+  function ask(query: VllmVariableQuery) {
+    const ds = dataSource();
+    const sent = jest.spyOn(ds, 'query').mockReturnValue(of({ data: [answer] }));
+    const request = { targets: [query], range, scopedVars: {} } as unknown as DataQueryRequest<VllmVariableQuery>;
+    const support = ds.variables as unknown as { query: (r: typeof request) => Observable<DataQueryResponse> };
+    return { sent, response: firstValueFrom(support.query(request)) };
+  }
+
+  it('asks the backend for the anomalous requests of the instances and models given', async () => {
+    const { sent, response } = ask({ refId: 'V', kind: 'anomalousRequests', instance: '$instance', model: '$model' });
+    await response;
+    expect(sent.mock.calls[0][0].targets).toEqual([
+      {
+        refId: 'V',
+        queryType: 'requests',
+        anomalousOnly: true,
+        instance: '$instance',
+        model: '$model',
+        limit: ANOMALOUS_CHOICES,
+      },
+    ]);
+    expect(sent.mock.calls[0][0].range).toBe(range);
+  });
+
+  it("offers their trace ids in the answer's order, the most anomalous first", async () => {
+    const { response } = ask({ refId: 'V', kind: 'anomalousRequests' });
+    expect((await response).data).toEqual([
+      { value: 't-worst', text: 't-worst (a:8000 · ttft_high)' },
+      { value: 't-next', text: 't-next (b:8000)' },
+    ]);
+  });
+
+  it('offers nothing when the range holds no anomalous request', () => {
+    expect(requestChoices([toDataFrame({ name: 'requests', fields: [] })])).toEqual([]);
   });
 });

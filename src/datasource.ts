@@ -11,6 +11,7 @@ import { DataSourceWithBackend, getTemplateSrv, type TemplateSrv } from '@grafan
 import {
   DEFAULT_ANNOTATION_QUERY,
   DEFAULT_QUERY,
+  type LabelVariableKind,
   type RuleInfo,
   type SignalInfo,
   type VllmDataSourceOptions,
@@ -55,6 +56,9 @@ function splitList(
     .filter((v) => v !== '');
 }
 
+/** A variable query that a label-value route answers. */
+export type LabelVariableQuery = Omit<VllmVariableQuery, 'refId' | 'kind'> & { kind: LabelVariableKind };
+
 export class DataSource extends DataSourceWithBackend<VllmQuery, VllmDataSourceOptions> {
   constructor(
     private readonly settings: DataSourceInstanceSettings<VllmDataSourceOptions>,
@@ -76,15 +80,12 @@ export class DataSource extends DataSourceWithBackend<VllmQuery, VllmDataSourceO
     return DEFAULT_QUERY;
   }
 
-  /** Leaves out only the queries that cannot return anything: hidden ones and explains without a trace. */
+  /**
+   * Leaves out only hidden queries. An explain without a trace id is sent: the backend answers it
+   * with what to do (click a request), where a query left out would show only "No data".
+   */
   filterQuery(query: VllmQuery): boolean {
-    if (query.hide) {
-      return false;
-    }
-    if (query.queryType === 'explain' && !query.traceId?.trim()) {
-      return false;
-    }
-    return true;
+    return !query.hide;
   }
 
   applyTemplateVariables(query: VllmQuery, scopedVars: ScopedVars): VllmQuery {
@@ -112,10 +113,10 @@ export class DataSource extends DataSourceWithBackend<VllmQuery, VllmDataSourceO
 
   /** Values for template variables, from the backend's label-value routes. */
   async metricFindQuery(
-    query: Omit<VllmVariableQuery, 'refId'> | string,
+    query: LabelVariableQuery | string,
     options?: { scopedVars?: ScopedVars; range?: TimeRange }
   ): Promise<MetricFindValue[]> {
-    const q: Omit<VllmVariableQuery, 'refId'> =
+    const q: LabelVariableQuery =
       typeof query === 'string' ? { kind: query === 'models' ? 'models' : 'instances' } : query;
     const scopedVars = options?.scopedVars ?? {};
     const params: Record<string, string> = {};
@@ -135,7 +136,7 @@ export class DataSource extends DataSourceWithBackend<VllmQuery, VllmDataSourceO
   }
 
   /** Label values of the instances or models; `params` are the route's filters and its window (rangeParams). */
-  listValues(kind: 'instances' | 'models', params: Record<string, string> = {}): Promise<string[]> {
+  listValues(kind: LabelVariableKind, params: Record<string, string> = {}): Promise<string[]> {
     return this.getResource<string[]>(kind, params).then((v) => v ?? []);
   }
 

@@ -40,9 +40,15 @@ export interface VllmSecureJsonData extends Partial<Record<SecureJsonDataKey, st
   httpHeaderValue1?: string;
 }
 
-/** A template variable query: the instances or the models, optionally narrowed by the other. */
+/** The variable kinds answered by a label-value route of the backend. */
+export type LabelVariableKind = 'instances' | 'models';
+
+/**
+ * A template variable query: the instances or the models, optionally narrowed by the other; or the
+ * trace ids of the anomalous requests of the instances and models given, the most anomalous first.
+ */
 export interface VllmVariableQuery extends DataQuery {
-  kind: 'instances' | 'models';
+  kind: LabelVariableKind | 'anomalousRequests';
   instance?: string;
   model?: string;
 }

@@ -1,14 +1,25 @@
-import { CustomVariableSupport, type DataQueryRequest, type DataQueryResponse } from '@grafana/data';
+import {
+  CustomVariableSupport,
+  type DataFrame,
+  type DataQueryRequest,
+  type DataQueryResponse,
+  type MetricFindValue,
+} from '@grafana/data';
 import { from, map, type Observable } from 'rxjs';
 
 import { VariableQueryEditor } from './components/VariableQueryEditor';
 import type { DataSource } from './datasource';
-import type { VllmVariableQuery } from './types';
+import type { VllmQuery, VllmVariableQuery } from './types';
+
+/** How many anomalous requests a trace-id variable offers; it picks the first by default. */
+export const ANOMALOUS_CHOICES = 20;
 
 /**
- * Template variable support: the editor and the query, answered by the data source's label-value
- * routes. Its own module, so that the data source does not import an editor that imports it back;
- * the data source is a type here only.
+ * Template variable support: the editor and the query. Instances and models come from the data
+ * source's label-value routes; anomalous requests from a requests query, so that a dashboard
+ * opened without a trace id (the request drill-down) explains the most anomalous request of the
+ * range instead of none. Its own module, so that the data source does not import an editor that
+ * imports it back; the data source is a type here only.
  */
 export class VllmVariableSupport extends CustomVariableSupport<DataSource, VllmVariableQuery> {
   editor = VariableQueryEditor;
@@ -19,8 +30,40 @@ export class VllmVariableSupport extends CustomVariableSupport<DataSource, VllmV
 
   query(request: DataQueryRequest<VllmVariableQuery>): Observable<DataQueryResponse> {
     const query = request.targets[0];
-    return from(this.datasource.metricFindQuery(query, { scopedVars: request.scopedVars, range: request.range })).pipe(
+    if (query.kind === 'anomalousRequests') {
+      const target: VllmQuery = {
+        refId: query.refId,
+        queryType: 'requests',
+        anomalousOnly: true,
+        instance: query.instance,
+        model: query.model,
+        limit: ANOMALOUS_CHOICES,
+      };
+      return this.datasource
+        .query({ ...request, targets: [target] })
+        .pipe(map((response) => ({ ...response, data: requestChoices(response.data) })));
+    }
+    const labels = { ...query, kind: query.kind };
+    return from(this.datasource.metricFindQuery(labels, { scopedVars: request.scopedVars, range: request.range })).pipe(
       map((data) => ({ data }))
     );
   }
+}
+
+/**
+ * The options of a trace-id variable from a requests answer, in its order (the most anomalous
+ * first): the trace id as the value, with its instance and why it stands out as the text.
+ */
+export function requestChoices(frames: DataFrame[]): MetricFindValue[] {
+  return frames.flatMap((frame) => {
+    const column = (name: string) => frame.fields.find((f) => f.name === name)?.values ?? [];
+    const ids = column('trace_id');
+    const instances = column('instance');
+    const anomalies = column('anomalies');
+    return ids.map((id, i) => {
+      const value = String(id);
+      const why = [instances[i], anomalies[i]].filter((v) => v !== undefined && v !== '').join(' · ');
+      return { value, text: why === '' ? value : `${value} (${why})` };
+    });
+  });
 }

@@ -27,7 +27,10 @@ type variable struct {
 	Datasource *DatasourceRef  `json:"datasource"`
 	IncludeAll bool            `json:"includeAll"`
 	Multi      bool            `json:"multi"`
-	Options    []struct {
+	// AllowCustom and Refresh are Grafana's allowCustomValue and refresh (1: on the dashboard's load).
+	AllowCustom bool `json:"allowCustomValue"`
+	Refresh     int  `json:"refresh"`
+	Options     []struct {
 		Value string `json:"value"`
 	} `json:"options"`
 }

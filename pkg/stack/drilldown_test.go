@@ -82,3 +82,43 @@ func TestRequestLinkSetsEveryVariableOfTheDrillDown(t *testing.T) {
 		t.Errorf("link %s has no time range", link)
 	}
 }
+
+// TestDrillDownOpensOnTheMostAnomalousRequest: opened without a trace id (from the dashboard
+// list), the drill-down's trace id is the first option of a query variable over the plugin's
+// anomalous requests, the most anomalous of the selected instances and models first (Grafana
+// picks a single-value variable's first option when its value is not among them), so that no
+// panel is left without a request. A clicked request's id comes in the URL, which Grafana keeps
+// through the variable's first load; a typed one is a custom value. The options load with the
+// dashboard, not on every time change, so that the 30-second auto refresh does not replace a
+// clicked request that is not among them.
+func TestDrillDownOpensOnTheMostAnomalousRequest(t *testing.T) {
+	var dd dashboard
+	for _, d := range loadDashboards(t) {
+		if d.UID == frames.DrillDownUID {
+			dd = d
+		}
+	}
+	v, ok := dd.variable("traceId")
+	if !ok {
+		t.Fatal("the drill-down has no traceId variable")
+	}
+	var q struct {
+		Kind     string `json:"kind"`
+		Instance string `json:"instance"`
+		Model    string `json:"model"`
+	}
+	if err := json.Unmarshal(v.Query, &q); err != nil {
+		t.Fatalf("traceId's query %s: %v", v.Query, err)
+	}
+	want := struct{ Kind, Instance, Model string }{"anomalousRequests", "$instance", "$model"}
+	if got := (struct{ Kind, Instance, Model string }{q.Kind, q.Instance, q.Model}); got != want {
+		t.Errorf("traceId's query %+v, want %+v", got, want)
+	}
+	if v.Type != "query" || v.Datasource == nil || v.Datasource.UID != "${datasource}" {
+		t.Errorf("traceId: want a query variable on ${datasource}, got type %q on %+v", v.Type, v.Datasource)
+	}
+	if v.Multi || v.IncludeAll || !v.AllowCustom || v.Refresh != 1 {
+		t.Errorf("traceId: want one value, no All, custom values allowed, options loaded with the dashboard; got multi=%v includeAll=%v allowCustomValue=%v refresh=%d",
+			v.Multi, v.IncludeAll, v.AllowCustom, v.Refresh)
+	}
+}

@@ -57,6 +57,12 @@ describe('VariableQueryEditor', () => {
     expect(last()).toEqual({ refId: 'V', kind: 'models', instance: 'gpu-.*' });
   });
 
+  it('narrows anomalous requests to both an instance and a model', async () => {
+    const { user, last } = setup({ refId: 'V', kind: 'anomalousRequests', instance: '$instance' });
+    await typeAndLeave(user, ids.model, '$model');
+    expect(last()).toEqual({ refId: 'V', kind: 'anomalousRequests', instance: '$instance', model: '$model' });
+  });
+
   it('clearing the filter lists every value again', async () => {
     const { user, last } = setup({ refId: 'V', kind: 'models', instance: 'gpu-1' });
     await typeAndLeave(user, ids.instance, '');

@@ -19,6 +19,7 @@ const ids = selectors.variableEditor;
 const KIND_OPTIONS: Array<SelectableValue<VllmVariableQuery['kind']>> = [
   { label: 'Instances', value: 'instances' },
   { label: 'Models', value: 'models' },
+  { label: 'Anomalous requests', value: 'anomalousRequests' },
 ];
 
 const VARIABLE_REF_ID = 'VllmVariableQuery';
@@ -35,13 +36,16 @@ export function variableQuery(query: VllmVariableQuery | string | undefined): Vl
   return { ...query, refId: query?.refId ?? VARIABLE_REF_ID, kind: query?.kind ?? 'instances' };
 }
 
-/** Template variable values: the vLLM instances or models, optionally narrowed by the other label. */
+/**
+ * Template variable values: the vLLM instances or models, optionally narrowed by the other label;
+ * or the trace ids of the anomalous requests, narrowed by both.
+ */
 export function VariableQueryEditor({ query: raw, onChange }: Props) {
   const query = variableQuery(raw);
-  const filterKey = query.kind === 'instances' ? 'model' : 'instance';
-
-  // Each filter stays on its own label, so switching back and forth loses nothing; only the one
-  // for the listed kind is sent.
+  // Each filter stays on its own label, so switching back and forth loses nothing; only those
+  // of the listed kind are sent.
+  const filters: Array<'instance' | 'model'> =
+    query.kind === 'instances' ? ['model'] : query.kind === 'models' ? ['instance'] : ['instance', 'model'];
   const onKindChange = (kind: VllmVariableQuery['kind']) => onChange({ ...query, kind });
 
   return (
@@ -53,19 +57,21 @@ export function VariableQueryEditor({ query: raw, onChange }: Props) {
           </div>
         </InlineField>
       </InlineFieldRow>
-      <InlineFieldRow>
-        <ValidatedInput
-          label={query.kind === 'instances' ? 'Of model' : 'On instance'}
-          labelWidth={20}
-          width={40}
-          tooltip="Optional: a value, a regular expression or a template variable"
-          testId={query.kind === 'instances' ? ids.model : ids.instance}
-          placeholder="All"
-          value={query[filterKey]}
-          validate={noCheck}
-          onCommit={(v) => onChange({ ...query, [filterKey]: v === '' ? undefined : v })}
-        />
-      </InlineFieldRow>
+      {filters.map((key) => (
+        <InlineFieldRow key={key}>
+          <ValidatedInput
+            label={key === 'model' ? 'Of model' : 'On instance'}
+            labelWidth={20}
+            width={40}
+            tooltip="Optional: a value, a regular expression or a template variable"
+            testId={ids[key]}
+            placeholder="All"
+            value={query[key]}
+            validate={noCheck}
+            onCommit={(v) => onChange({ ...query, [key]: v === '' ? undefined : v })}
+          />
+        </InlineFieldRow>
+      ))}
     </>
   );
 }
