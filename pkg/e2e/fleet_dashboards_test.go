@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -42,6 +43,8 @@ type fleetBed struct {
 	from    time.Time
 	to      time.Time
 	traceID string
+	// jaegerURL is the Jaeger query API Grafana's own Jaeger data source would read.
+	jaegerURL string
 	// saturated is the instance whose KV cache the simulator saturated.
 	saturated string
 }
@@ -63,7 +66,7 @@ func newFleetBed(t *testing.T) *fleetBed {
 	// The dashboards' default range, now-1h, opened at the end of the run: the faults (the
 	// middle third) and the healthy hour after them; the verdict's default baseline is the
 	// hour before.
-	b := &fleetBed{truth: res.Truth, faulty: sim.FleetFaulty(fleetSize),
+	b := &fleetBed{truth: res.Truth, faulty: sim.FleetFaulty(fleetSize), jaegerURL: jaeger.QueryURL,
 		to: runStart.Add(runFor), from: runStart.Add(runFor - time.Hour)}
 	tp, pc := pluginFor(t, prom.URL, map[string]any{
 		"tracesBackend": "jaeger", "tracesUrl": jaeger.QueryURL, "tracesDatasourceUid": "jaeger",
@@ -201,6 +204,56 @@ func TestDashboardsOnAFleet(t *testing.T) {
 		}
 		assert.Positive(t, explains, "the drill-down explains no request")
 	})
+
+	t.Run("the drill-down opened on its trace-id variable's first request", func(t *testing.T) {
+		traceID := b.firstAnomalousRequest(t)
+		explains := 0
+		for _, tg := range targets {
+			if tg.DashboardUID != frames.DrillDownUID || tg.Datasource.Type != stack.PluginID {
+				continue
+			}
+			q, r := b.runTrace(t, tg, ".*", traceID)
+			require.NoError(t, r.Error, "panel %q", tg.Panel)
+			if e, ok := q.(plugin.ExplainQuery); ok && e.Format == "" {
+				explains++
+				f, _ := r.Frames[0].FieldByName("explanation")
+				require.NotNil(t, f, "panel %q", tg.Panel)
+				assert.NotContains(t, f.At(0), "click a trace id", "panel %q", tg.Panel)
+			}
+		}
+		assert.Positive(t, explains, "the drill-down explains no request")
+		// The Trace panel is Grafana's Jaeger data source asking Jaeger for this trace.
+		resp, err := http.Get(b.jaegerURL + "/api/traces/" + traceID)
+		require.NoError(t, err)
+		defer func() { _ = resp.Body.Close() }()
+		var trace struct {
+			Data []struct {
+				Spans []json.RawMessage `json:"spans"`
+			} `json:"data"`
+		}
+		require.Equal(t, http.StatusOK, resp.StatusCode, "Jaeger on trace %s", traceID)
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&trace))
+		require.NotEmpty(t, trace.Data, "Jaeger has no trace %s", traceID)
+		assert.NotEmpty(t, trace.Data[0].Spans, "trace %s has no span", traceID)
+	})
+}
+
+// firstAnomalousRequest is the value the drill-down's trace-id variable takes when the
+// dashboard opens without one: the first row of the requests query it asks (src/variables.ts,
+// kind anomalousRequests) with every instance and model selected.
+func (b *fleetBed) firstAnomalousRequest(t *testing.T) string {
+	t.Helper()
+	model := map[string]any{"queryType": "requests", "anomalousOnly": true,
+		"instance": ".*", "model": ".*", "limit": 20}
+	r := ask(t, b.tp, b.pc, query("traceId", model, b.from, b.to, scrape)).Responses["traceId"]
+	require.NoError(t, r.Error)
+	require.NotEmpty(t, r.Frames, "the requests query answers no frame")
+	f, _ := r.Frames[0].FieldByName("trace_id")
+	require.NotNil(t, f, "the requests frame has no trace_id")
+	require.Positive(t, f.Len(), "no anomalous request to open the drill-down on")
+	id, ok := f.At(0).(string)
+	require.True(t, ok && id != "", "the first trace id is %v", f.At(0))
+	return id
 }
 
 // checkGraph: with every instance selected, a graph's query draws at most topK + 1 series
