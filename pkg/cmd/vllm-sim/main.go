@@ -65,34 +65,61 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // otlpTimeout bounds connecting to the OTLP endpoint and each export.
 const otlpTimeout = 5 * time.Second
 
+// commonFlags are the flags serve and backfill share: which scenario, in which metric
+// vocabulary, for how long, and where its spans go.
+type commonFlags struct {
+	scenario, endpoint, protocol, generation *string
+	duration                                 *time.Duration
+}
+
+func addCommonFlags(fs *flag.FlagSet, scenario, durationHelp string) commonFlags {
+	return commonFlags{
+		scenario:   fs.String("scenario", scenario, "scenario name (vllm-sim list)"),
+		duration:   fs.Duration("duration", time.Hour, durationHelp),
+		endpoint:   fs.String("otlp-endpoint", "", "OTLP host:port to push spans to (empty: no spans)"),
+		protocol:   fs.String("otlp-protocol", sim.ProtocolGRPC, "grpc or http"),
+		generation: fs.String("generation", "", "metric vocabulary: v1 (current) or v0"),
+	}
+}
+
+func (c commonFlags) lookup() (sim.Scenario, error) {
+	return sim.LookupGeneration(*c.scenario, vllm.Generation(*c.generation))
+}
+
+// exporter connects to the OTLP endpoint, if one is given, before anything runs, so an
+// unreachable endpoint fails first; nil without an endpoint.
+func (c commonFlags) exporter(ctx context.Context, sc sim.Scenario) (*sim.Exporter, error) {
+	if *c.endpoint == "" {
+		return nil, nil
+	}
+	return sim.NewExporter(ctx, sc, *c.endpoint, *c.protocol, otlpTimeout)
+}
+
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	name := fs.String("scenario", "healthy", "scenario name (vllm-sim list)")
+	common := addCommonFlags(fs, "healthy", "scenario length: faults happen at their fractions of it")
 	listen := fs.String("listen", "127.0.0.1:8000", "host:port of the first instance; instance i listens on port+i")
-	duration := fs.Duration("duration", time.Hour, "scenario length: faults happen at their fractions of it")
-	endpoint := fs.String("otlp-endpoint", "", "OTLP host:port to push spans to (empty: no spans)")
-	protocol := fs.String("otlp-protocol", sim.ProtocolGRPC, "grpc or http")
-	generation := fs.String("generation", "", "metric vocabulary: v1 (current) or v0")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	sc, err := sim.LookupGeneration(*name, vllm.Generation(*generation))
+	sc, err := common.lookup()
 	if err != nil {
 		return err
 	}
-	var exp *sim.Exporter
-	if *endpoint != "" {
-		at, err := sim.Relisten(sc, *listen)
-		if err != nil {
-			return err
-		}
-		if exp, err = sim.NewExporter(ctx, at, *endpoint, *protocol, otlpTimeout); err != nil {
-			return err
-		}
+	// The exporter names the instances by the addresses Serve gives them.
+	served, err := sim.Relisten(sc, *listen)
+	if err != nil {
+		return err
+	}
+	exp, err := common.exporter(ctx, served)
+	if err != nil {
+		return err
+	}
+	if exp != nil {
 		defer exp.Close(context.Background())
 	}
-	return sim.Serve(ctx, sc, sim.ServeOptions{Listen: *listen, Duration: *duration, Exporter: exp,
+	return sim.Serve(ctx, sc, sim.ServeOptions{Listen: *listen, Duration: *common.duration, Exporter: exp,
 		Ready: func(addrs []string) {
 			for _, a := range addrs {
 				fmt.Fprintf(stdout, "serving http://%s/metrics\n", a)
@@ -103,22 +130,18 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 func backfill(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("backfill", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	name := fs.String("scenario", "", "scenario name (vllm-sim list)")
+	common := addCommonFlags(fs, "", "length of the run")
 	startText := fs.String("start", "now-1h", "start of the run: RFC 3339, or now-DURATION")
-	duration := fs.Duration("duration", time.Hour, "length of the run")
 	scrape := fs.Duration("scrape-interval", 15*time.Second, "Prometheus scrape interval")
 	omPath := fs.String("openmetrics", "", "OpenMetrics file to write")
 	truthPath := fs.String("truth", "", "ground truth JSON file to write")
-	endpoint := fs.String("otlp-endpoint", "", "OTLP host:port to push spans to (empty: no spans)")
-	protocol := fs.String("otlp-protocol", sim.ProtocolGRPC, "grpc or http")
-	generation := fs.String("generation", "", "metric vocabulary: v1 (current) or v0")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *name == "" || *omPath == "" || *truthPath == "" {
+	if *common.scenario == "" || *omPath == "" || *truthPath == "" {
 		return errors.New("backfill needs --scenario, --openmetrics and --truth\n" + usage)
 	}
-	sc, err := sim.LookupGeneration(*name, vllm.Generation(*generation))
+	sc, err := common.lookup()
 	if err != nil {
 		return err
 	}
@@ -126,19 +149,17 @@ func backfill(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	var exp *sim.Exporter
-	if *endpoint != "" {
-		// Connect first, so an unreachable endpoint fails before anything is written.
-		if exp, err = sim.NewExporter(ctx, sc, *endpoint, *protocol, otlpTimeout); err != nil {
-			return err
-		}
-		defer exp.Close(context.Background())
+	exp, err := common.exporter(ctx, sc)
+	if err != nil {
+		return err
 	}
 	var opts []sim.Option
 	if exp == nil {
 		opts = append(opts, sim.WithoutSpans())
+	} else {
+		defer exp.Close(context.Background())
 	}
-	res, err := sim.Run(sc, start, *duration, *scrape, opts...)
+	res, err := sim.Run(sc, start, *common.duration, *scrape, opts...)
 	if err != nil {
 		return err
 	}
@@ -154,7 +175,7 @@ func backfill(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	fmt.Fprintf(stdout, "%s: %d instances, %s from %s; %d spans; %d ground-truth findings\n",
-		sc.Name, len(sc.Instances), *duration, start.UTC().Format(time.RFC3339), len(res.Spans), len(res.Truth))
+		sc.Name, len(sc.Instances), *common.duration, start.UTC().Format(time.RFC3339), len(res.Spans), len(res.Truth))
 	return nil
 }
 
