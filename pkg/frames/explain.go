@@ -8,13 +8,14 @@ import (
 
 	"github.com/seed/vllm-datasource/pkg/correlate"
 	"github.com/seed/vllm-datasource/pkg/series"
+	"github.com/seed/vllm-datasource/pkg/slo"
 )
 
 // Explanation returns the frames of one explained request, in the order a reader needs them,
 // no table wider than MaxFields (Explore shows the first 20 columns of a table only):
 //   - the explanation, one row that reads first: the sentence, the slow stage (the one the
 //     sentence explains), the finding that explains it and its action, the profiling steps;
-//     then the ids and times, the dominant stage, the findings active, the anomalies and each
+//     then the objectives the request met and missed (judged), the ids and times, the dominant stage, the findings active, the anomalies and each
 //     stage's time;
 //   - the stage breakdown (a small table for a bar gauge);
 //   - the details, one row: each stage's share and the metric state at the request's start
@@ -23,7 +24,7 @@ import (
 //   - the request's interval (time, timeEnd, title, text, tags), tagged as annotations, so that
 //     Explore and the time series panels draw it as a region on the signals' graph instead of
 //     listing it as a table.
-func Explanation(e correlate.Explanation, info func(series.Signal) SignalInfo, notices []string, around *Around) data.Frames {
+func Explanation(e correlate.Explanation, judged []slo.Judgement, info func(series.Signal) SignalInfo, notices []string, around *Around) data.Frames {
 	r := e.Row
 	var chosen, action string
 	if e.Finding != nil {
@@ -33,12 +34,17 @@ func Explanation(e correlate.Explanation, info func(series.Signal) SignalInfo, n
 	for i, reason := range r.Reasons {
 		codes[i] = string(reason.Code)
 	}
+	objectives := make([]string, len(judged))
+	for i, j := range judged {
+		objectives[i] = j.String()
+	}
 	expl := data.NewFrame(ExplanationFrame,
 		named(data.NewField("explanation", nil, []string{e.Sentence}), "Explanation", ""),
 		named(data.NewField("slow_stage", nil, []string{string(e.Focus)}), "Slow stage", ""),
 		named(data.NewField("finding", nil, []string{chosen}), "Finding", ""),
 		named(data.NewField("action", nil, []string{action}), "Action", ""),
 		named(data.NewField("profile", nil, []string{e.Profile}), "Profile", ""),
+		named(data.NewField("objectives", nil, []string{strings.Join(objectives, "; ")}), "Objectives", ""),
 		named(data.NewField("trace_id", nil, []string{r.TraceID}), "Trace ID", ""),
 		named(data.NewField("start", nil, []time.Time{r.Start}), "Start", ""),
 		named(data.NewField("end", nil, []time.Time{r.End}), "End", ""),

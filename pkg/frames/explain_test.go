@@ -1,6 +1,7 @@
 package frames
 
 import (
+	"encoding/json"
 	"math"
 	"slices"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/seed/vllm-datasource/pkg/correlate"
 	"github.com/seed/vllm-datasource/pkg/series"
+	"github.com/seed/vllm-datasource/pkg/slo"
 )
 
 func TestExplanationSignals(t *testing.T) {
@@ -62,7 +64,7 @@ func TestExplanationSignals(t *testing.T) {
 
 func TestExplanationIntervalIsAnAnnotation(t *testing.T) {
 	e := correlate.Explain(joined(false))
-	fs := Explanation(e, info, nil, nil)
+	fs := Explanation(e, nil, info, nil, nil)
 	if last := fs[len(fs)-1]; last.Name != RequestIntervalFrame || last.Meta == nil || last.Meta.DataTopic != data.DataTopicAnnotations {
 		t.Errorf("the answer's last frame %q, meta %+v; want the request's interval tagged as annotations", last.Name, last.Meta)
 	}
@@ -77,7 +79,7 @@ func TestExplanationAround(t *testing.T) {
 	e := correlate.Explain(joined(false))
 	g := series.NewGrid(reqStart.Add(-time.Hour), reqStart.Add(time.Hour), time.Minute)
 	around := &Around{Set: series.NewSet(g), Signals: []series.Signal{series.TTFTP99}, From: reqStart.Add(-time.Minute), To: reqStart, Executed: "q"}
-	fs := Explanation(e, info, nil, around)
+	fs := Explanation(e, nil, info, nil, around)
 	var names []string
 	for _, f := range fs {
 		names = append(names, f.Name)
@@ -97,7 +99,7 @@ func TestExplanationAround(t *testing.T) {
 func TestExplanationReadsFirst(t *testing.T) {
 	for _, bare := range []bool{false, true} {
 		e := correlate.Explain(joined(bare))
-		fs := Explanation(e, info, nil, nil)
+		fs := Explanation(e, nil, info, nil, nil)
 		var first []string
 		for _, f := range fs[0].Fields[:3] {
 			first = append(first, f.Name)
@@ -113,5 +115,34 @@ func TestExplanationReadsFirst(t *testing.T) {
 				t.Errorf("frame %q has %d fields, want at most %d", f.Name, len(f.Fields), MaxFields)
 			}
 		}
+	}
+}
+
+// TestExplanationJudgesObjectives: the explanation says which objectives the request met and
+// missed, in the settings' order, and nothing when none apply.
+func TestExplanationJudgesObjectives(t *testing.T) {
+	objectives, err := slo.Parse(json.RawMessage(`[
+		{"name": "ttft-1s", "indicator": "ttft", "threshold": 1, "objective": 0.99, "window": "28d"},
+		{"name": "up", "indicator": "availability", "objective": 0.999, "window": "28d"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := correlate.Explain(joined(false))
+	cases := []struct {
+		name   string
+		judged []slo.Judgement
+		want   string
+	}{
+		{"no objectives", nil, ""},
+		{"a slow first token", slo.Judge(objectives, slo.Request{TTFT: 1.5, FinishReasons: "stop"}),
+			"ttft-1s missed (1.5 s > 1 s); up met"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fs := Explanation(e, c.judged, info, nil, nil)
+			if got := cell(t, fs[0], "objectives", 0); got != c.want {
+				t.Errorf("objectives %q, want %q", got, c.want)
+			}
+		})
 	}
 }

@@ -159,7 +159,7 @@ func TestRequestLinks(t *testing.T) {
 
 func TestExplanationFrames(t *testing.T) {
 	e := correlate.Explain(joined(false))
-	fs := Explanation(e, info, []string{"note"}, nil)
+	fs := Explanation(e, nil, info, []string{"note"}, nil)
 	if len(fs) != 4 {
 		t.Fatalf("%d frames, want explanation, stages, details and request", len(fs))
 	}
@@ -189,7 +189,7 @@ func TestExplanationFrames(t *testing.T) {
 	}
 
 	bare := correlate.Explain(joined(true))
-	stages = Explanation(bare, info, nil, nil)[1]
+	stages = Explanation(bare, nil, info, nil, nil)[1]
 	if stages.Rows() != 0 {
 		t.Fatalf("a span without stage latencies gives %d stage rows, want none", stages.Rows())
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/seed/vllm-datasource/pkg/correlate"
 	"github.com/seed/vllm-datasource/pkg/frames"
 	"github.com/seed/vllm-datasource/pkg/plan"
+	"github.com/seed/vllm-datasource/pkg/slo"
 	"github.com/seed/vllm-datasource/pkg/traces"
 )
 
@@ -97,7 +98,12 @@ func handleExplain(ctx context.Context, d *Datasource, q backend.DataQuery, quer
 		shown = &frames.Around{Set: diag.Set, Signals: plan.ExplainShown(), From: from, To: to,
 			Executed: p.Executed(diag.Executed, peersRan.Query)}
 	}
-	return backend.DataResponse{Frames: frames.Explanation(e, signalInfo, notices, shown)}
+	if d.settings.SLOsErr != nil {
+		notices = append(notices, "The objectives of the data source settings could not be read, so the request is not judged against them: "+d.settings.SLOsErr.Error())
+	}
+	judged := slo.Judge(d.settings.SLOs, slo.Request{Model: e.Row.Model, TTFT: e.Row.TTFT, TPOT: e.Row.DecodePerToken,
+		E2E: e.Row.E2E, FinishReasons: e.Row.FinishReason})
+	return backend.DataResponse{Frames: frames.Explanation(e, judged, signalInfo, notices, shown)}
 }
 
 // peers returns the request with the others of its instance around it (the plan's Peers

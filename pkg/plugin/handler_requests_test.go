@@ -208,6 +208,50 @@ func TestRequestsAndExplain(t *testing.T) {
 		})
 	}
 
+	t.Run("explain judges the request against the settings' objectives", func(t *testing.T) {
+		ds := b.pluginContext(map[string]any{"tracesBackend": "jaeger", "tracesUrl": b.jaeger.QueryURL, "slos": []map[string]any{
+			{"name": "ttft-1s", "indicator": "ttft", "threshold": 1, "objective": 0.99, "window": "28d"},
+			{"name": "itl-50ms", "indicator": "itl", "threshold": 0.05, "objective": 0.99, "window": "28d"},
+			{"name": "up", "indicator": "availability", "objective": 0.999, "window": "28d"},
+			{"name": "other-model", "indicator": "e2e", "threshold": 1, "objective": 0.99, "window": "28d", "model": "no-such-model"},
+		}})
+		res := b.runs[sim.RuleKVCacheSaturated]
+		from, to := faultWindow(res)
+		// Ground truth: the TTFT the simulator gave each request, clear of the threshold.
+		var slow, fast *sim.Span
+		for _, sp := range spansIn(res, from, to) {
+			switch {
+			case slow == nil && sp.TTFT > 1.2:
+				slow = &sp
+			case fast == nil && sp.TTFT < 0.8:
+				fast = &sp
+			}
+		}
+		if slow == nil || fast == nil {
+			t.Fatal("the saturated run has no request clearly over or under a 1 s TTFT")
+		}
+		for _, c := range []struct {
+			span *sim.Span
+			want string
+		}{
+			{slow, "ttft-1s missed"},
+			{fast, "ttft-1s met"},
+		} {
+			id := fmt.Sprintf("%x", c.span.TraceID)
+			q := rangeQuery("E", c.span.Start.Add(-2*time.Minute), c.span.Start.Add(2*time.Minute), map[string]any{"expr": "explain " + id})
+			out := b.query(t, ds, q).Responses["E"]
+			if out.Error != nil {
+				t.Fatalf("explain %s: %v", id, out.Error)
+			}
+			got := cellString(frameNamed(t, out.Frames, "explanation"), "objectives", 0)
+			parts := strings.Split(got, "; ")
+			if len(parts) != 3 || !strings.HasPrefix(parts[0], c.want) || !strings.HasPrefix(parts[1], "itl-50ms unknown") || parts[2] != "up met" {
+				t.Errorf("request %s (TTFT %.3f s, finished %q): objectives %q, want %s, itl unknown, up met, and no other model's objective",
+					id, c.span.TTFT, c.span.FinishReason, got, c.want)
+			}
+		}
+	})
+
 	t.Run("anomalousOnly and minTtft filter the requests", func(t *testing.T) {
 		res := b.runs[sim.RuleKVCacheSaturated]
 		from, to := faultWindow(res)
