@@ -96,6 +96,69 @@ func TestSpecDraft(t *testing.T) {
 	}
 }
 
+// line is n points of TPOT = base + perSeq × running, running from lo to hi.
+func line(base, perSeq, lo, hi float64, n int) (running, tpot []float64) {
+	for i := range n {
+		r := lo + (hi-lo)*float64(i)/float64(n-1)
+		running, tpot = append(running, r), append(tpot, base+perSeq*r)
+	}
+	return running, tpot
+}
+
+func TestFitTPOT(t *testing.T) {
+	tests := []struct {
+		name         string
+		running      []float64
+		tpot         []float64
+		points       int
+		base, perSeq float64
+	}{
+		{"a line is found again", nil, nil, 20, 0.012, 0.0005},
+		{"too few steps", nil, nil, 0, 0, 0},
+		{"one batch size says nothing of others", []float64{10, 10, 10, 10, 11, 11, 11, 11, 12, 12}, []float64{1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0, 0, 0},
+	}
+	tests[0].running, tests[0].tpot = line(0.012, 0.0005, 4, 60, 20)
+	tests[1].running, tests[1].tpot = line(0.012, 0.0005, 4, 60, minFitPoints-1)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := FitTPOT(tt.running, tt.tpot)
+			if got.Points != tt.points || math.Abs(got.Base-tt.base) > 1e-9 || math.Abs(got.PerSeq-tt.perSeq) > 1e-9 {
+				t.Errorf("fit %+v, want %d points, base %v, per sequence %v", got, tt.points, tt.base, tt.perSeq)
+			}
+		})
+	}
+}
+
+// Speculation judged by its measured effect: against peers without it, a draft that pays at
+// small batches and costs at large ones is kept below the batch where the two cross; measured
+// costs or gains at every batch leave the advice to the acceptance model.
+func TestSpecDraftByBatch(t *testing.T) {
+	fit := func(base, perSeq, lo, hi float64) TPOTByBatch { return FitTPOT(line(base, perSeq, lo, hi, 30)) }
+	// Peers: 13 ms + 0.54 ms per sequence. Here: 10 ms + 0.64 ms: equal at 3 / 0.1 = 30.
+	peers := fit(0.013, 0.00054, 4, 40)
+	disable := SpecInput{Acceptance: 0.515375 / 3, DraftLength: 3, BreakEven: 0.6, Running: 20}
+	tests := []struct {
+		name     string
+		measured TPOTByBatch
+		peers    TPOTByBatch
+		want     float64
+		contains []string
+	}{
+		{"pays below 30, costs above", fit(0.010, 0.00064, 4, 60), peers, 30,
+			[]string{"set --speculative-config disable_by_batch_size to 30 as a target", "pays below 30 running sequences", "equal at 30 running"}},
+		{"costs at every batch seen", fit(0.010, 0.00064, 40, 60), peers, 0, []string{"num_speculative_tokens from 3 to 0"}},
+		{"pays at every batch seen", fit(0.010, 0.00064, 4, 25), peers, 0, []string{"num_speculative_tokens from 3 to 0"}},
+		{"no peers without speculation", fit(0.010, 0.00064, 4, 60), TPOTByBatch{}, 0, []string{"num_speculative_tokens from 3 to 0"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := disable
+			in.Measured, in.Peers = tt.measured, tt.peers
+			checkRec(t, SpecDraft(in), tt.want, tt.contains...)
+		})
+	}
+}
+
 // The rule and its advice use one model: below the break-even acceptance (where the rule
 // fires) the current draft never pays, so the advice always shortens it or disables it.
 func TestSpecDraftNeverKeepsAFiringDraft(t *testing.T) {

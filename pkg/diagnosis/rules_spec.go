@@ -43,7 +43,7 @@ var specDecodeInefficient = Rule{
 		return fmt.Sprintf("acceptance rate %s", num(e.optional(series.SpecAcceptanceRate, i)))
 	},
 	recommend: recommender{
-		reads:   []series.Signal{series.SpecAcceptanceRate, series.SpecDraftLength, series.Running},
+		reads:   []series.Signal{series.SpecAcceptanceRate, series.SpecDraftLength, series.Running, series.TPOTMean},
 		compute: specDraft,
 	},
 	rank: 60,
@@ -53,11 +53,85 @@ var specDecodeInefficient = Rule{
 
 // SpecInput is what SpecDraft reads: the acceptance rate α (accepted over proposed draft
 // tokens) and the draft length k (draft tokens per draft), averaged over the window; BreakEven,
-// the acceptance rate below which the rule fires; Running, the mean batch.
+// the acceptance rate below which the rule fires; Running, the mean batch. Measured is the
+// instance's decode time per output token against its batch over the window, Peers the same of
+// the instances serving its model without speculative decoding (Points 0 when not measured).
 type SpecInput struct {
 	Acceptance, DraftLength float64
 	BreakEven               float64
 	Running                 float64
+	Measured, Peers         TPOTByBatch
+}
+
+// TPOTByBatch is a straight line through (running sequences, decode time per output token)
+// points, TPOT ≈ Base + PerSeq × running: the shape of a decode step's cost, a fixed overhead
+// plus a share per sequence. Low and High are the smallest and largest batch fitted.
+type TPOTByBatch struct {
+	Base, PerSeq float64
+	Points       int
+	Low, High    float64
+}
+
+// At is the fitted time per output token at a batch of running sequences.
+func (f TPOTByBatch) At(running float64) float64 { return f.Base + f.PerSeq*running }
+
+// minFitPoints is the fewest steps a TPOTByBatch rests on, and minFitSpread how much the
+// largest batch must exceed the smallest: a line through one batch size says nothing of others.
+const (
+	minFitPoints = 10
+	minFitSpread = 2.0
+)
+
+// FitTPOT fits the line by least squares; Points is 0 when there are fewer than minFitPoints
+// points or the batches do not spread by minFitSpread.
+func FitTPOT(running, tpot []float64) TPOTByBatch {
+	n := float64(len(running))
+	if len(running) < minFitPoints || len(running) != len(tpot) {
+		return TPOTByBatch{}
+	}
+	var sx, sy, sxx, sxy float64
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for i, x := range running {
+		y := tpot[i]
+		sx, sy, sxx, sxy = sx+x, sy+y, sxx+x*x, sxy+x*y
+		lo, hi = math.Min(lo, x), math.Max(hi, x)
+	}
+	den := n*sxx - sx*sx
+	if !(lo > 0) || hi < minFitSpread*lo || den == 0 {
+		return TPOTByBatch{}
+	}
+	slope := (n*sxy - sx*sy) / den
+	return TPOTByBatch{Base: (sy - slope*sx) / n, PerSeq: slope, Points: len(running), Low: lo, High: hi}
+}
+
+// specBatchFlag is the speculative config's field that turns speculation off above a batch size.
+const specBatchFlag = "--speculative-config disable_by_batch_size"
+
+// specByBatch is the advice when the measurements show speculation paying at the instance's
+// small batches and costing at its large ones, against peers of its model without it: the batch
+// where the two lines cross bounds where speculation stays on. ok is false when the
+// measurements do not show that (too few, or one side of the crossing only).
+func specByBatch(in SpecInput) (Recommendation, bool) {
+	m, p := in.Measured, in.Peers
+	if m.Points == 0 || p.Points == 0 || !(m.PerSeq > p.PerSeq) {
+		return Recommendation{}, false
+	}
+	low, high := m.At(m.Low)/p.At(m.Low), m.At(m.High)/p.At(m.High)
+	if !(low < 1 && high > 1) {
+		return Recommendation{}, false
+	}
+	cross := floor((p.Base - m.Base) / (m.PerSeq - p.PerSeq))
+	if cross < 1 {
+		return Recommendation{}, false
+	}
+	r := Recommendation{Flag: specBatchFlag, Value: cross,
+		Effect: fmt.Sprintf("speculation pays below %s running sequences and costs above them: it turns off for larger batches "+
+			"(where the vLLM version's --speculative-config does not accept disable_by_batch_size, disable speculative decoding: it costs at this instance's peak)",
+			whole(cross)),
+		Arithmetic: fmt.Sprintf("decode per output token here %s + %s × running s (%d steps, %s to %s running), on peers of the model without speculation %s + %s × running s (%d steps); equal at %s running; here ×%s the peers' at %s running and ×%s at %s",
+			num(m.Base), num(m.PerSeq), m.Points, whole(math.Round(m.Low)), whole(math.Round(m.High)), num(p.Base), num(p.PerSeq), p.Points,
+			num(cross), num(low), whole(math.Round(m.Low)), num(high), whole(math.Round(m.High)))}
+	return r.settle(Lower, Unknown(), "disable_by_batch_size is not in vLLM's metrics", nil), true
 }
 
 // SpecDraft is the num_speculative_tokens that maximises the speedup estimate
@@ -78,6 +152,9 @@ func SpecDraft(in SpecInput) Recommendation {
 		return unknownRec(flag, "no draft acceptance rate in the window (vllm:spec_decode_num_accepted_tokens_total)")
 	case !(in.DraftLength >= 1):
 		return unknownRec(flag, "no draft length in the window (vllm:spec_decode_num_drafts_total, vLLM 0.8 or later)")
+	}
+	if r, ok := specByBatch(in); ok {
+		return r
 	}
 	k := int(math.Round(in.DraftLength))
 	accepted := in.Acceptance * in.DraftLength
@@ -139,7 +216,33 @@ func positionAcceptance(accepted float64, k int) float64 {
 }
 
 func specDraft(e *env, sp span) Recommendation {
-	return SpecDraft(SpecInput{Acceptance: e.meanOver(series.SpecAcceptanceRate, sp.start, sp.end),
+	in := SpecInput{Acceptance: e.meanOver(series.SpecAcceptanceRate, sp.start, sp.end),
 		DraftLength: e.meanOver(series.SpecDraftLength, sp.start, sp.end), BreakEven: e.p("acceptance_rate"),
-		Running: e.meanOver(series.Running, sp.start, sp.end)})
+		Running: e.meanOver(series.Running, sp.start, sp.end)}
+	in.Measured = FitTPOT(batchPoints(e, sp.start, sp.end))
+	// Peers: the instances of the model without speculative decoding, over the whole range (any
+	// of their batches tells what a step costs without drafts).
+	var running, tpot []float64
+	for _, k := range e.set.Keys() {
+		peer := &env{set: e.set, key: k}
+		if k.Model != e.key.Model || k == e.key || !math.IsNaN(peer.meanOver(series.SpecAcceptanceRate, 0, e.set.Grid.Len-1)) {
+			continue
+		}
+		r, t := batchPoints(peer, 0, e.set.Grid.Len-1)
+		running, tpot = append(running, r...), append(tpot, t...)
+	}
+	in.Peers = FitTPOT(running, tpot)
+	return SpecDraft(in)
+}
+
+// batchPoints are an instance's (running sequences, mean time per output token) over steps
+// [from, to] where it decoded.
+func batchPoints(e *env, from, to int) (running, tpot []float64) {
+	for i := from; i <= to; i++ {
+		r, t := e.at(series.Running, i), e.at(series.TPOTMean, i)
+		if r > 0 && t > 0 {
+			running, tpot = append(running, r), append(tpot, t)
+		}
+	}
+	return running, tpot
 }

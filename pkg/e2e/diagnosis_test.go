@@ -133,6 +133,7 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("provisioned alert rules fire on their scenario only", func(t *testing.T) { testProvisionedAlertRules(t, b) })
 	t.Run("recommendations match the scenarios' configuration", func(t *testing.T) { testRecommendationsMatchTheScenarios(t, b) })
 	t.Run("no advice contradicts its finding", func(t *testing.T) { testNoAdviceContradictsItsFinding(t, b) })
+	t.Run("speculation is kept below the batch where it stops paying", func(t *testing.T) { testSpecAdviceFollowsTheBatch(t, b) })
 	t.Run("thinned buckets interpolate p99/p50 far above 2", func(t *testing.T) { testThinnedBucketsInterpolateHigh(t, b) })
 	t.Run("a stalled engine heads its instance within 3 minutes", func(t *testing.T) { testStallHeadlinesWithinThreeMinutes(t, b) })
 }

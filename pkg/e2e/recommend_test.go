@@ -205,6 +205,41 @@ func testRecommendationsMatchTheScenarios(t *testing.T, b *bed) {
 	}
 }
 
+// testSpecAdviceFollowsTheBatch is issue 26's scenario of speculation that pays at small
+// batches and costs at large ones: the advice keeps it below a batch that lies between the two,
+// as the simulator's spans measure them (its own test checks, against the same run with
+// speculation off, that it pays at the first and costs at the second).
+func testSpecAdviceFollowsTheBatch(t *testing.T, b *bed) {
+	run := b.runs[jobOf(sim.SpecByBatch, vllm.GenerationV1)]
+	require.NotNil(t, run)
+	sc, err := sim.Lookup(sim.SpecByBatch)
+	require.NoError(t, err)
+	res, err := sim.Run(sc, runStart, runFor, scrape)
+	require.NoError(t, err)
+	// Each half less its first ten minutes, while the batch settles.
+	half := runStart.Add(runFor / 2)
+	light := res.DecodingOf(sim.FaultyInstance, runStart.Add(10*time.Minute), half)
+	heavy := res.DecodingOf(sim.FaultyInstance, half.Add(10*time.Minute), runStart.Add(runFor))
+
+	tp, pc := pluginFor(t, b.prom.URL, map[string]any{"labelMatchers": fmt.Sprintf(`{job=%q}`, run.job)})
+	resp := ask(t, tp, pc, query("A", map[string]any{"queryType": "diagnosis", "rules": []string{sim.RuleSpecDecodeInefficient}}, runStart, runStart.Add(runFor), scrape))
+	r := resp.Responses["A"]
+	require.NoError(t, r.Error)
+	var got *advice
+	for _, a := range adviceOf(t, r.Frames[0]) {
+		if a.instance == sim.FaultyInstance {
+			got = &a
+		}
+	}
+	require.NotNil(t, got, "no %s finding on %s", sim.RuleSpecDecodeInefficient, sim.FaultyInstance)
+	t.Logf("light load %.1f running, heavy %.1f: %s", light.Running, heavy.Running, got.sentence)
+	assert.Equal(t, "--speculative-config disable_by_batch_size", got.flag)
+	assert.Equal(t, "target", got.change)
+	require.NotNil(t, got.recommended)
+	assert.Greater(t, *got.recommended, light.Running, "speculation pays at the light load's batch")
+	assert.Less(t, *got.recommended, heavy.Running, "speculation costs at the heavy load's batch")
+}
+
 // advice is a finding's recommendation as the findings frame carries it.
 type advice struct {
 	rule, instance, action, sentence, flag, source, change string

@@ -30,7 +30,9 @@
 //     no span, as in vLLM, where aborts are not traced.
 //   - Each diagnosis rule has a scenario named by its id (FaultRules), whose fault strikes
 //     FaultyInstance. Ground truth lists, per fault, the intervals where its mechanism held;
-//     healthy, low_traffic and restart have none.
+//     healthy, low_traffic and restart have none. spec_pays_at_low_batch (SpecByBatch) is a
+//     speculating instance under a light and then a heavy load beside peers that do not
+//     speculate; Result.DecodingOf measures its batch and time per token from the spans.
 //
 // Simplifications a real vLLM would show differently: no _created series (single-process vLLM
 // prints them; the Go client does not); V0 runs emit spans with the current attribute set; a

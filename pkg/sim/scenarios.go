@@ -84,9 +84,40 @@ func bucketLayouts() Scenario {
 			"and a healthy and a blocking instance with the pre-2025 layout"}
 }
 
+// SpecByBatch is the scenario in which speculative decoding pays at small batches and costs at
+// large ones: a drafter whose tokens cost 1.2 decoding sequences each of the target's step,
+// accepted with probability 0.35 per position (3 per draft). At a handful of running sequences
+// the step's fixed overhead dominates and the 1.5 tokens a draft yields per step pay for it; at
+// a few dozen the drafts' per-sequence cost does not.
+const SpecByBatch = "spec_pays_at_low_batch"
+
+// specByBatch is three Llama instances with long answers: FaultyInstance speculates, light
+// traffic for the first half of the run and heavy for the second; its peers do not, one light
+// and one heavy throughout, so a step's cost without drafts is seen at both batch sizes.
+func specByBatch() Scenario {
+	light := baseLoad()
+	light.RatePerSecond, light.MaxTokens = 0.5, 2048
+	light.OutputTokens = Dist{Mean: 600, CV: 0.5, Min: 4}
+	heavy := light
+	heavy.RatePerSecond = 1.5
+	engine := baseEngine()
+	engine.NumGPUBlocks = 16000
+	spec := engine
+	spec.SpecTokens, spec.SpecAcceptance, spec.Cost.PerDraftToken = 3, 0.35, 1.2
+	return Scenario{Name: SpecByBatch, Seed: 42, Instances: []Instance{
+		{Address: "127.0.0.1:8000", Model: ModelLlama, Engine: engine, Load: light},
+		{Address: FaultyInstance, Model: ModelLlama, Engine: spec, Load: light,
+			Faults: []Fault{{Rule: RuleSpecDecodeInefficient, From: 0.5, To: 1, Load: &heavy}}},
+		{Address: "127.0.0.1:8002", Model: ModelLlama, Engine: engine, Load: heavy},
+	}, Description: "speculative decoding (3 draft tokens, acceptance 0.35 per position, a draft token costing 1.2 decoding " +
+		"sequences) on " + FaultyInstance + ", half a request a second for the first half of the run and 1.5 for the second; " +
+		"its peers of the model without speculation carry each load throughout: speculation pays at the light load's batch and costs at the heavy one's"}
+}
+
 // catalogue holds the scenarios that are no rule's: faults holds those.
 var catalogue = map[string]func() Scenario{
 	"bucket_layouts": bucketLayouts,
+	SpecByBatch:      specByBatch,
 	"healthy": func() Scenario {
 		return Scenario{Name: "healthy", Seed: 42, Instances: fleet(),
 			Description: "three instances, two models, steady chat traffic well within capacity: no rule holds"}

@@ -168,3 +168,47 @@ func TestDeferredQueueIsAQueueWithFreeCacheOnV0(t *testing.T) {
 		}
 	}
 }
+
+// TestSpecByBatchPaysLightAndCostsHeavy: the scenario's speculation against the same run with
+// it off (the counterfactual the simulator can run and a fleet cannot): decode per output token
+// is lower with it at the light load's batch and higher at the heavy load's.
+func TestSpecByBatchPaysLightAndCostsHeavy(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	run := func(spec bool) *Result {
+		sc, err := Lookup(SpecByBatch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !spec {
+			sc.Instances[1].Engine.SpecTokens = 0
+		}
+		res, err := Run(sc, start, time.Hour, 15*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	with, without := run(true), run(false)
+	// Each half less its first five minutes, while the batch settles.
+	light := [2]time.Time{start.Add(5 * time.Minute), start.Add(30 * time.Minute)}
+	heavy := [2]time.Time{start.Add(35 * time.Minute), start.Add(time.Hour)}
+	for _, c := range []struct {
+		name   string
+		window [2]time.Time
+		pays   bool
+	}{
+		{"light load", light, true},
+		{"heavy load", heavy, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w, wo := with.DecodingOf(FaultyInstance, c.window[0], c.window[1]), without.DecodingOf(FaultyInstance, c.window[0], c.window[1])
+			t.Logf("with speculation %.1f running, %.1f ms per token; without %.1f running, %.1f ms", w.Running, 1000*w.TPOT, wo.Running, 1000*wo.TPOT)
+			if w.Requests < 100 || wo.Requests < 100 {
+				t.Fatalf("%d and %d requests: too few to compare", w.Requests, wo.Requests)
+			}
+			if pays := w.TPOT < wo.TPOT; pays != c.pays {
+				t.Errorf("speculation pays: %v, want %v", pays, c.pays)
+			}
+		})
+	}
+}
