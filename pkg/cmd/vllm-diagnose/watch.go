@@ -14,12 +14,11 @@ import (
 
 // transition is one state change that --watch prints.
 type transition struct {
-	SchemaVersion string `json:"schemaVersion"`
-	Kind          string `json:"kind"`
-	Time          string `json:"time"`
-	Rule          string `json:"rule"`
-	Instance      string `json:"instance"`
-	Model         string `json:"model_name"`
+	header
+	Time     string `json:"time"`
+	Rule     string `json:"rule"`
+	Instance string `json:"instance"`
+	Model    string `json:"model_name"`
 	// State is pending, firing or resolved; Previous what it was (ok when it was not active).
 	State    string `json:"state"`
 	Previous string `json:"previous"`
@@ -110,7 +109,7 @@ func changes(last map[watchKey]string, timeline data.Frames, at time.Time) []tra
 			}
 			last[k] = now
 			if state != "" {
-				out = append(out, transition{SchemaVersion: schemaVersion, Kind: "transition", Time: at.UTC().Format(time.RFC3339),
+				out = append(out, transition{header: headerOf("transition"), Time: at.UTC().Format(time.RFC3339),
 					Rule: k.rule, Instance: k.instance, Model: k.model, State: state, Previous: prev})
 			}
 		}
