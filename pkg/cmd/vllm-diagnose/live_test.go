@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +14,8 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
 	"github.com/seed/vllm-datasource/pkg/diagnosis"
+	"github.com/seed/vllm-datasource/pkg/sim"
+	"github.com/seed/vllm-datasource/pkg/testbed"
 )
 
 var liveNow = time.Date(2026, 8, 1, 12, 0, 0, 0, time.UTC)
@@ -193,4 +198,91 @@ func TestLiveWidth(t *testing.T) {
 			t.Errorf("COLUMNS=%q: width %d, want %d", columns, got, want)
 		}
 	}
+}
+
+// watchOn replays a range of a Prometheus with --watch in-process, its stdout a terminal or not.
+func watchOn(t *testing.T, promURL string, rng timeRange, every time.Duration, terminal bool, columns string) string {
+	t.Helper()
+	var stdout, stderr strings.Builder
+	c := newRootCommand(context.Background(), &stdout, &stderr, func(k string) string {
+		if k == "COLUMNS" {
+			return columns
+		}
+		return ""
+	})
+	c.terminal = func(io.Writer) bool { return terminal }
+	c.SetArgs([]string{"--prometheus", promURL, "--watch", "--every", every.String(), "--from", rng.From, "--to", rng.To})
+	if code, err := c.execute(); code != exitOK || err != nil || stderr.String() != "" {
+		t.Fatalf("exit %d, error %v, stderr %q", code, err, stderr.String())
+	}
+	return stdout.String()
+}
+
+// TestWatchOnAndOffATerminal replays a simulated fault in a real Prometheus with --watch: on a terminal the
+// table is redrawn in place and shows the fault's rule on its instance while it fires; off a
+// terminal the state changes are lines, without a terminal's escape sequences.
+func TestWatchOnAndOffATerminal(t *testing.T) {
+	tmp := t.TempDir()
+	start := time.Now().Add(-demoRun).Truncate(time.Minute)
+	var truth []sim.Finding
+	om, err := testbed.SimBackfill(simBin, tmp, sim.Job, sim.Job, &truth, "--scenario", sim.RuleKVCacheSaturated,
+		"--start", stamp(start), "--duration", demoRun.String(), "--scrape-interval", demoScrape.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(truth) == 0 {
+		t.Fatal("the scenario injects no fault: the test would test nothing")
+	}
+	prom := testbed.Prometheus(t, om)
+	tr, rng := truth[0], rangeOf(start, start.Add(demoRun))
+	const every, columns = 10 * time.Minute, 100
+
+	t.Run("on a terminal, one table redrawn in place", func(t *testing.T) {
+		out := watchOn(t, prom.URL, rng, every, true, fmt.Sprint(columns))
+		frames := strings.Split(out, "\r\033[2Kvllm-diagnose --watch ")[1:]
+		if len(frames) < 2 {
+			t.Fatalf("%d tables in a replay of %s every %s:\n%q", len(frames), rng, every, out)
+		}
+		shown := 0
+		for i, f := range frames {
+			lines := strings.Count(f, "\n")
+			if i < len(frames)-1 && !strings.HasSuffix(f, fmt.Sprintf("\033[J\033[%dA", lines)) {
+				t.Fatalf("table %d of %d lines is not followed by the cursor going back up over them: %q", i, lines, f)
+			}
+			plain := strings.NewReplacer("\r\033[2K", "", "\033[J", "").Replace(f)
+			at, err := time.Parse("2006-01-02 15:04:05Z", plain[:len("2006-01-02 15:04:05Z")])
+			if err != nil {
+				t.Fatalf("table %d does not open with its tick: %q", i, plain)
+			}
+			for _, l := range strings.Split(plain, "\n") {
+				if strings.HasPrefix(l, "\033[") {
+					continue
+				}
+				if n := utf8.RuneCountInString(l); n > columns {
+					t.Fatalf("a line of %d characters with COLUMNS=%d: %q", n, columns, l)
+				}
+				if f := strings.Fields(l); len(f) > 3 && f[0] == tr.Instance && f[3] == tr.Rule {
+					shown++
+					if at.Before(tr.Start) || at.After(tr.End.Add(every)) {
+						t.Errorf("the table at %s shows %s firing on %s; the simulator injected it from %s to %s", at, tr.Rule, tr.Instance, tr.Start, tr.End)
+					}
+				}
+			}
+		}
+		if shown == 0 {
+			t.Fatalf("no table shows the injected %s on %s:\n%s", tr.Rule, tr.Instance, out)
+		}
+	})
+
+	t.Run("off a terminal, the state changes as lines", func(t *testing.T) {
+		out := watchOn(t, prom.URL, rng, every, false, fmt.Sprint(columns))
+		if strings.Contains(out, "\033") {
+			t.Fatalf("escape sequences written off a terminal: %q", out)
+		}
+		for _, state := range []string{"firing", "resolved"} {
+			if !regexp.MustCompile(`(?m)^\S+  ` + state + ` +` + tr.Rule + ` on ` + regexp.QuoteMeta(tr.Instance) + ` `).MatchString(out) {
+				t.Errorf("no line says %s became %s on %s:\n%s", tr.Rule, state, tr.Instance, out)
+			}
+		}
+	})
 }
