@@ -12,6 +12,7 @@
 //	entries, err := diagnosis.Catalog(th)                   // the `GET rules` resource, thresholds in force
 //	sel := diagnosis.Selection{HeadlineOnly: h, Severities: sevs}
 //	err = sel.Validate(); kept := sel.Keep(res.Findings)    // the `findings` format's selection
+//	rank := diagnosis.HeadlineRank(ruleID)                  // the headline's order of rules, lowest first
 //
 // Result holds Findings (the `findings` format and annotations), Timelines (the `timeline`
 // format: every rule's State per step and key), Alerts (the `alert` format: 1 while a condition

@@ -269,7 +269,7 @@ func explainer(f *Finding, fs []*Finding) *Finding {
 			if g.Rule != c || g.Key.Instance != f.Key.Instance || !overlap(f, g) {
 				continue
 			}
-			if best == nil || headlineRank(g.Rule) < headlineRank(best.Rule) || (g.Rule == best.Rule && g.Start.Before(best.Start)) {
+			if best == nil || HeadlineRank(g.Rule) < HeadlineRank(best.Rule) || (g.Rule == best.Rule && g.Start.Before(best.Start)) {
 				best = g
 			}
 		}
@@ -285,7 +285,7 @@ func outranks(a, b *Finding) bool {
 	if (a.SecondaryTo == "") != (b.SecondaryTo == "") {
 		return a.SecondaryTo == ""
 	}
-	if ra, rb := headlineRank(a.Rule), headlineRank(b.Rule); ra != rb {
+	if ra, rb := HeadlineRank(a.Rule), HeadlineRank(b.Rule); ra != rb {
 		return ra < rb
 	}
 	if da, db := a.End.Sub(a.Start), b.End.Sub(b.Start); da != db {

@@ -1,6 +1,7 @@
 package diagnosis
 
 import (
+	"math"
 	"slices"
 	"sort"
 )
@@ -85,8 +86,14 @@ func related(a, b string) bool {
 	return slices.Contains(causes[a], b) || slices.Contains(causes[b], a)
 }
 
-// headlineRank is a rule's rank for the headline, lowest first.
-func headlineRank(id string) int { return byID[id].rank }
+// HeadlineRank is a rule's rank for an instance's headline, lowest first: the order in which
+// the rules' findings compete to name its likely bottleneck. An unknown id ranks last.
+func HeadlineRank(id string) int {
+	if r, ok := byID[id]; ok {
+		return r.rank
+	}
+	return math.MaxInt
+}
 
 // stageRanking lists, for each stage, the ids of the rules that lengthen it in the order of their
 // ranks for that stage.

@@ -127,6 +127,17 @@ func TestRanksAreDistinct(t *testing.T) {
 	}
 }
 
+// HeadlineRank is each rule's own rank, and an id no rule has ranks after every rule, so that
+// a caller sorting by it never puts an unknown rule first.
+func TestHeadlineRank(t *testing.T) {
+	unknown := HeadlineRank("no_such_rule")
+	for _, r := range matrix {
+		if got := HeadlineRank(r.ID); got != r.rank || got >= unknown {
+			t.Errorf("HeadlineRank(%s) = %d, want its rank %d, before an unknown id's %d", r.ID, got, r.rank, unknown)
+		}
+	}
+}
+
 // Each link is declared once, and following links from a symptom to its cause ends: the
 // findings' chains to their root cause (settle) rely on it.
 func TestLinksAreDeclaredOnceAndFormNoCycle(t *testing.T) {

@@ -58,6 +58,9 @@ type rootCommand struct {
 	stderr io.Writer
 	getenv func(string) string
 	now    func() time.Time
+	// terminal says whether a writer is a terminal; tests replace it to take both of --watch's
+	// paths.
+	terminal func(io.Writer) bool
 }
 
 func (c *rootCommand) SetArgs(args []string) { c.root.SetArgs(args) }
@@ -73,7 +76,7 @@ func (c *rootCommand) execute() (int, error) {
 }
 
 func newRootCommand(ctx context.Context, stdout, stderr io.Writer, getenv func(string) string) *rootCommand {
-	c := &rootCommand{ctx: ctx, stdout: stdout, stderr: stderr, getenv: getenv, now: time.Now}
+	c := &rootCommand{ctx: ctx, stdout: stdout, stderr: stderr, getenv: getenv, now: time.Now, terminal: isTerminal}
 	o := &c.opts
 	root := &cobra.Command{
 		Use:   "vllm-diagnose",
@@ -124,7 +127,7 @@ Exit codes: 0 nothing firing, 1 warnings, 2 critical findings, 3 a backend unrea
 	pf.StringVar(&o.conn.spanName, "span-name", "", "name of vLLM's request span (default llm_request)")
 	pf.StringVar(&o.conn.spanInstanceAttr, "span-instance-attribute", "", "span attribute equal to the instance label (default service.instance.id)")
 	pf.StringVar(&o.conn.spanModelAttr, "span-model-attribute", "", "span attribute holding the model (default gen_ai.response.model)")
-	root.Flags().BoolVar(&o.watch, "watch", false, "evaluate on the rule clock and print only state changes (pending, firing, resolved); with --from, replay that range")
+	root.Flags().BoolVar(&o.watch, "watch", false, "evaluate on the rule clock and print only state changes (pending, firing, resolved), or on a terminal redraw a table of each instance's headline; with --from, replay that range")
 	root.Flags().StringVar(&o.fromDir, "from-dir", "", "diagnose a TSDB directory (demo --save, --scrape --save) in an embedded Prometheus instead of --prometheus; default range: all its data")
 	root.Flags().StringVar(&o.scrape, "scrape", "", "scrape these vLLM /metrics URLs (http://HOST:PORT, comma-separated) into an embedded Prometheus every --scrape-interval, then diagnose once the quickest rule has data")
 	root.Flags().StringVar(&o.save, "save", "", "with --scrape: keep the TSDB in this new directory, for --from-dir or a Prometheus's --storage.tsdb.path")

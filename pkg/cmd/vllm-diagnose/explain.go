@@ -18,9 +18,8 @@ import (
 
 // explainReport is the JSON output of explain.
 type explainReport struct {
-	SchemaVersion string `json:"schemaVersion"`
-	Kind          string `json:"kind"`
-	TraceID       string `json:"traceId"`
+	header
+	TraceID string `json:"traceId"`
 	// Explanation is the one row of the plugin's explanation frame and its details frame,
 	// every column by name.
 	Explanation row   `json:"explanation"`
@@ -71,7 +70,7 @@ func (c *rootCommand) runExplain(ctx context.Context, traceID string) error {
 	if len(expl) != 1 {
 		return errors.New("internal error: the plugin's explain answer has no explanation row")
 	}
-	rep := explainReport{SchemaVersion: schemaVersion, Kind: "explain", TraceID: traceID, Explanation: expl[0],
+	rep := explainReport{header: headerOf("explain"), TraceID: traceID, Explanation: expl[0],
 		Stages: rows(frameNamed(frames, "stages")), Findings: []row{}, Notices: noticesOf(frames)}
 
 	active := strings.FieldsFunc(str(expl[0], "findings"), func(r rune) bool { return r == ',' })
@@ -166,10 +165,9 @@ func writeExplainTable(w io.Writer, f *data.Frame, rep explainReport, p painter)
 
 // verdictReport is the JSON output of verdict.
 type verdictReport struct {
-	SchemaVersion string    `json:"schemaVersion"`
-	Kind          string    `json:"kind"`
-	Range         timeRange `json:"range"`
-	Baseline      string    `json:"baseline"`
+	header
+	Range    timeRange `json:"range"`
+	Baseline string    `json:"baseline"`
 	// Verdicts are the plugin's verdict frame's rows, every column by name.
 	Verdicts []row    `json:"verdicts"`
 	Notices  []notice `json:"notices"`
@@ -205,7 +203,7 @@ func (c *rootCommand) runVerdict(ctx context.Context) error {
 		return err
 	}
 	frames := ans["verdict"]
-	rep := verdictReport{SchemaVersion: schemaVersion, Kind: "verdict", Range: rangeOf(from, to), Baseline: c.opts.baseline,
+	rep := verdictReport{header: headerOf("verdict"), Range: rangeOf(from, to), Baseline: c.opts.baseline,
 		Verdicts: rows(frameNamed(frames, "verdict")), Notices: noticesOf(frames)}
 	for _, r := range rep.Verdicts {
 		if str(r, "verdict") == "did not work" {

@@ -12,6 +12,14 @@ import (
 // added within a version, none renamed or removed.
 const schemaVersion = "1"
 
+// header opens every JSON answer: the schema's version and which answer it is (kind).
+type header struct {
+	SchemaVersion string `json:"schemaVersion"`
+	Kind          string `json:"kind"`
+}
+
+func headerOf(kind string) header { return header{SchemaVersion: schemaVersion, Kind: kind} }
+
 // Severities of findings, worst first.
 var severityRank = map[string]int{"critical": 3, "warning": 2, "info": 1}
 
@@ -45,10 +53,9 @@ type ruleState struct {
 
 // diagnosisReport is the JSON output of a diagnosis run.
 type diagnosisReport struct {
-	SchemaVersion string        `json:"schemaVersion"`
-	Kind          string        `json:"kind"`
-	Range         timeRange     `json:"range"`
-	Instances     []instanceKey `json:"instances"`
+	header
+	Range     timeRange     `json:"range"`
+	Instances []instanceKey `json:"instances"`
 	// Findings are the rows of the plugin's findings frame, in its order, every column by name.
 	Findings      []row       `json:"findings"`
 	Rules         []ruleState `json:"rules"`
@@ -66,7 +73,7 @@ const (
 // newDiagnosisReport reads the plugin's findings frame and its timeline frames (one per
 // instance and model, one field per rule whose values are the rule's state at each step).
 func newDiagnosisReport(findings *data.Frame, timeline data.Frames, from, to time.Time) diagnosisReport {
-	rep := diagnosisReport{SchemaVersion: schemaVersion, Kind: "diagnosis", Range: rangeOf(from, to),
+	rep := diagnosisReport{header: headerOf("diagnosis"), Range: rangeOf(from, to),
 		Instances: []instanceKey{}, Findings: rows(findings), Rules: []ruleState{}}
 	rep.Notices = noticesOf(data.Frames{findings})
 

@@ -10,16 +10,17 @@ import (
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/data"
+
+	"github.com/seed/vllm-datasource/pkg/plugin"
 )
 
 // transition is one state change that --watch prints.
 type transition struct {
-	SchemaVersion string `json:"schemaVersion"`
-	Kind          string `json:"kind"`
-	Time          string `json:"time"`
-	Rule          string `json:"rule"`
-	Instance      string `json:"instance"`
-	Model         string `json:"model_name"`
+	header
+	Time     string `json:"time"`
+	Rule     string `json:"rule"`
+	Instance string `json:"instance"`
+	Model    string `json:"model_name"`
 	// State is pending, firing or resolved; Previous what it was (ok when it was not active).
 	State    string `json:"state"`
 	Previous string `json:"previous"`
@@ -28,9 +29,10 @@ type transition struct {
 type watchKey struct{ rule, instance, model string }
 
 // runWatch evaluates on the rule clock, at each multiple of --every, and prints the changes
-// into pending and firing, and the resolution of what was pending or firing. With --from it
-// replays the range's ticks without waiting and stops at its end; otherwise it follows the
-// wall clock until interrupted.
+// into pending and firing, and the resolution of what was pending or firing; a table written
+// to a terminal is instead redrawn in place at each tick (renderLive). With --from it replays
+// the range's ticks without waiting and stops at its end; otherwise it follows the wall clock
+// until interrupted.
 func (c *rootCommand) runWatch(ctx context.Context, e *engine) error {
 	o := c.opts
 	if o.output == outPrometheus {
@@ -49,6 +51,8 @@ func (c *rootCommand) runWatch(ctx context.Context, e *engine) error {
 		tick, replayTo = from.Truncate(o.every).Add(o.every), to
 	}
 	last := map[watchKey]string{}
+	live := c.opts.output == outTable && c.terminal(c.stdout)
+	screen, started := &liveScreen{w: c.stdout}, liveSince{}
 	for {
 		if !replayTo.IsZero() && tick.After(replayTo) {
 			return nil
@@ -58,8 +62,12 @@ func (c *rootCommand) runWatch(ctx context.Context, e *engine) error {
 				return nil // interrupted: a watch ends by Ctrl-C
 			}
 		}
-		ans, err := e.ask(ctx, "evaluating at "+tick.UTC().Format("15:04:05"),
-			query{refID: "timeline", model: c.timeline(), from: tick.Add(-o.every), to: tick})
+		qs := []query{{refID: "timeline", model: c.timeline(), from: tick.Add(-o.every), to: tick}}
+		if live {
+			qs = append(qs, query{refID: "findings", model: plugin.DiagnosisQuery{Scope: c.scope(), Format: plugin.FormatFindings},
+				from: tick.Add(-o.every), to: tick})
+		}
+		ans, err := e.ask(ctx, "evaluating at "+tick.UTC().Format("15:04:05"), qs...)
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return nil
@@ -68,6 +76,14 @@ func (c *rootCommand) runWatch(ctx context.Context, e *engine) error {
 		case err != nil:
 			// Following the clock, a backend's hiccup is said and the watch goes on.
 			fmt.Fprintln(c.stderr, "vllm-diagnose: at "+tick.UTC().Format(time.RFC3339)+": "+oneLine(err.Error()))
+			// The next table is drawn below the message rather than over it.
+			screen.lines = 0
+		case live:
+			keys, active := liveInstances(ans["timeline"], rows(frameNamed(ans["findings"], "findings")))
+			started.update(active)
+			if err := screen.draw(renderLive(keys, active, liveWidth(c.getenv), tick)); err != nil {
+				return err
+			}
 		default:
 			for _, t := range changes(last, ans["timeline"], tick) {
 				if err := c.writeTransition(t); err != nil {
@@ -110,7 +126,7 @@ func changes(last map[watchKey]string, timeline data.Frames, at time.Time) []tra
 			}
 			last[k] = now
 			if state != "" {
-				out = append(out, transition{SchemaVersion: schemaVersion, Kind: "transition", Time: at.UTC().Format(time.RFC3339),
+				out = append(out, transition{header: headerOf("transition"), Time: at.UTC().Format(time.RFC3339),
 					Rule: k.rule, Instance: k.instance, Model: k.model, State: state, Previous: prev})
 			}
 		}
