@@ -115,8 +115,11 @@ func worseRow(a, b liveRow) int {
 
 // renderLive is the live table at now: a header line (the time, the instances, the firing
 // findings), then one row per instance, most severe first, with its headline's rule,
-// severity, how long it has fired and the flag to change. Every line fits in width.
-func renderLive(keys []instanceKey, active []row, width int, now time.Time) string {
+// severity, how long it has fired and the flag to change. Every line fits in width; with a
+// height (0: none), the table leaves the terminal's last line free, and the least severe rows
+// that do not fit are counted on a last line instead (a redraw that scrolled would not land
+// back on its first line).
+func renderLive(keys []instanceKey, active []row, width, height int, now time.Time) string {
 	rows := make([]liveRow, len(keys))
 	for i, k := range keys {
 		rows[i].key = k
@@ -135,6 +138,12 @@ func renderLive(keys []instanceKey, active []row, width int, now time.Time) stri
 		b.WriteString(fit("no vLLM instance in the range", width) + "\n")
 		return b.String()
 	}
+	var hidden []liveRow
+	// Lines: the header, the column titles, the rows, the terminal's last line left free.
+	if room := height - 3; height > 0 && len(rows) > room {
+		room = max(room-1, 1) // the line that counts the rest
+		rows, hidden = rows[:room], rows[room:]
+	}
 	cells := [][]string{{"INSTANCE", "MODEL", "SEVERITY", "RULE", "SINCE", "CHANGE"}}
 	for _, r := range rows {
 		if r.headline == nil {
@@ -146,6 +155,15 @@ func renderLive(keys []instanceKey, active []row, width int, now time.Time) stri
 	}
 	for _, line := range columns(cells, width) {
 		b.WriteString(line + "\n")
+	}
+	if len(hidden) > 0 {
+		firing := 0
+		for _, r := range hidden {
+			if r.headline != nil {
+				firing++
+			}
+		}
+		b.WriteString(fit(fmt.Sprintf("… %d more instance(s) below the terminal's height: %d firing, %d ok", len(hidden), firing, len(hidden)-firing), width) + "\n")
 	}
 	return b.String()
 }

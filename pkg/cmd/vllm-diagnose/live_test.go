@@ -115,7 +115,7 @@ func TestLiveTable(t *testing.T) {
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			out := renderLive(c.keys, c.active, c.width, liveNow)
+			out := renderLive(c.keys, c.active, c.width, 0, liveNow)
 			lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 			for _, l := range lines {
 				if n := utf8.RuneCountInString(l); n > c.width {
@@ -192,11 +192,58 @@ func TestLiveRedraw(t *testing.T) {
 	}
 }
 
-func TestLiveWidth(t *testing.T) {
-	for columns, want := range map[string]int{"120": 120, "": defaultWidth, "wide": defaultWidth, "0": defaultWidth} {
-		if got := liveWidth(func(string) string { return columns }); got != want {
-			t.Errorf("COLUMNS=%q: width %d, want %d", columns, got, want)
+// TestLiveSize: off a terminal, $COLUMNS and $LINES, else 80 columns and no height limit.
+func TestLiveSize(t *testing.T) {
+	for _, c := range []struct {
+		columns, lines string
+		width, height  int
+	}{
+		{"120", "40", 120, 40},
+		{"", "", defaultWidth, 0},
+		{"wide", "tall", defaultWidth, 0},
+		{"0", "0", defaultWidth, 0},
+	} {
+		env := map[string]string{"COLUMNS": c.columns, "LINES": c.lines}
+		if w, h := liveSize(io.Discard, func(k string) string { return env[k] }); w != c.width || h != c.height {
+			t.Errorf("COLUMNS=%q LINES=%q: %d×%d, want %d×%d", c.columns, c.lines, w, h, c.width, c.height)
 		}
+	}
+}
+
+// TestLiveTableFitsTheHeight: a fleet taller than the terminal shows its most severe rows and
+// counts the rest on one line, leaving the last line free so that the redraw does not scroll.
+func TestLiveTableFitsTheHeight(t *testing.T) {
+	many := make([]string, 30)
+	var active []row
+	for i := range many {
+		many[i] = fmt.Sprintf("10.0.0.%d:8000", i)
+		if i%10 == 3 {
+			active = append(active, firingRow(many[i], diagnosis.KVCacheSaturated, "critical", time.Minute, true))
+		}
+	}
+	for _, c := range []struct {
+		name          string
+		instances     []string
+		height, lines int
+		last          string
+	}{
+		{"fits", many[:5], 24, 7, "10.0.0."},
+		{"taller than the terminal", many, 24, 23, "… 10 more instance(s) below the terminal's height: 0 firing, 10 ok"},
+		{"the firing rows first, whatever the height", many, 6, 5, "… 28 more instance(s) below the terminal's height: 1 firing, 27 ok"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := renderLive(keysOf(c.instances...), active, 100, c.height, liveNow)
+			lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+			if len(lines) != c.lines || len(lines) >= c.height {
+				t.Fatalf("%d lines in a height of %d, want %d:\n%s", len(lines), c.height, c.lines, out)
+			}
+			if last := lines[len(lines)-1]; !strings.HasPrefix(last, c.last) {
+				t.Errorf("last line %q, want %q", last, c.last)
+			}
+			if c.height > 10 && !strings.Contains(lines[2], "critical") {
+				t.Errorf("the first row %q is not a firing instance", lines[2])
+			}
+		})
 	}
 }
 

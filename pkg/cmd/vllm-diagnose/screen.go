@@ -3,19 +3,36 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
+
+	"golang.org/x/term"
 )
 
-// defaultWidth is the live table's width when $COLUMNS does not say the terminal's.
+// defaultWidth is the live table's width when neither $COLUMNS nor the terminal says it.
 const defaultWidth = 80
 
-// liveWidth is the terminal's width as $COLUMNS gives it, else defaultWidth.
-func liveWidth(getenv func(string) string) int {
-	if n, err := strconv.Atoi(getenv("COLUMNS")); err == nil && n > 0 {
-		return n
+// liveSize is the terminal's width and height: $COLUMNS and $LINES when set (shells keep them
+// unexported, so a user sets them to override), else what the terminal reports, else
+// defaultWidth and no height limit (0).
+func liveSize(w io.Writer, getenv func(string) string) (width, height int) {
+	width, height = defaultWidth, 0
+	if l, ok := w.(*lockedWriter); ok {
+		w = l.w
 	}
-	return defaultWidth
+	if f, ok := w.(*os.File); ok {
+		if cols, rows, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
+			width, height = cols, rows
+		}
+	}
+	if n, err := strconv.Atoi(getenv("COLUMNS")); err == nil && n > 0 {
+		width = n
+	}
+	if n, err := strconv.Atoi(getenv("LINES")); err == nil && n > 0 {
+		height = n
+	}
+	return width, height
 }
 
 // liveScreen redraws the live table in place: the cursor goes back up over the lines drawn

@@ -81,7 +81,8 @@ func (c *rootCommand) runWatch(ctx context.Context, e *engine) error {
 		case live:
 			keys, active := liveInstances(ans["timeline"], rows(frameNamed(ans["findings"], "findings")))
 			started.update(active)
-			if err := screen.draw(renderLive(keys, active, liveWidth(c.getenv), tick)); err != nil {
+			width, height := liveSize(c.stdout, c.getenv)
+			if err := screen.draw(renderLive(keys, active, width, height, tick)); err != nil {
 				return err
 			}
 		default:
