@@ -71,6 +71,7 @@ func PromiseSignals(p series.Promise) []series.Signal {
 
 // PromiseCheck is a promise checked on one instance and model.
 type PromiseCheck struct {
+	Key     series.Key
 	Promise series.Promise
 	// Before and After are the promised signal's value in each window (a quantile's estimate);
 	// NaN when unknown. Change is (After − Before) / Before, ±Inf from a Before of 0.
@@ -155,6 +156,18 @@ func CheckPromise(before, after Stats, p series.Promise) PromiseCheck {
 		c.Sentence = fmt.Sprintf("%s, less than %s either way; promised: %s", moved, pct(params.MeanChange), p.Sentence)
 	}
 	return c
+}
+
+// CheckPromises checks a promise on every instance and model in either window, in Evaluate's
+// order.
+func CheckPromises(in Input, p series.Promise) []PromiseCheck {
+	var out []PromiseCheck
+	for _, k := range keysOf(in) {
+		c := CheckPromise(summariseOrEmpty(in.Baseline, k, in.BaselineWindow), summariseOrEmpty(in.Current, k, in.CurrentWindow), p)
+		c.Key = k
+		out = append(out, c)
+	}
+	return out
 }
 
 // missingIn names the windows whose value is unknown, or "".
