@@ -72,13 +72,9 @@ func (p Verdict) WithRule(rule string) (Verdict, error) {
 	if err != nil {
 		return Verdict{}, err
 	}
-	promise := rules[0].Promise
-	if !verdict.Checkable(promise) {
-		return Verdict{}, fmt.Errorf("rule %s promises %s %s, which a verdict cannot read", rule, promise.Signal, promise.Direction)
-	}
-	p.Rule, p.Promise = rule, promise
+	p.Rule, p.Promise = rule, rules[0].Promise
 	for i := range p.Metrics {
-		p.Metrics[i].Signals = verdict.PromiseSignals(promise)
+		p.Metrics[i].Signals = verdict.PromiseSignals(p.Promise)
 	}
 	return p, nil
 }
