@@ -61,6 +61,7 @@ describe('applyTemplateVariables', () => {
       { signals: ['ttft_p50', 'ttft_p99', 'kv_usage'] },
     ],
     ['rules', { rules: ['$rule'] }, { rules: ['kv_cache_saturated'] }],
+    ["a verdict's rule", { rule: '$rule' }, { rule: 'kv_cache_saturated' }],
     [
       'the baseline window',
       { baselineFrom: '$from', baselineTo: 'now-6d' },

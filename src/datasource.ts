@@ -99,6 +99,7 @@ export class DataSource extends DataSourceWithBackend<VllmQuery, VllmDataSourceO
       traceId: plain(query.traceId),
       baselineFrom: plain(query.baselineFrom),
       baselineTo: plain(query.baselineTo),
+      rule: plain(query.rule),
       topK: plain(query.topK),
       expr: plain(query.expr),
       signals: splitList(query.signals, t, scopedVars),

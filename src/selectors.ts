@@ -19,6 +19,7 @@ export const selectors = {
     baselineFrom: 'vllm-query-baseline-from',
     baselineTo: 'vllm-query-baseline-to',
     optimisations: 'vllm-query-optimisations',
+    verdictRule: 'vllm-query-verdict-rule',
     sloFormat: 'vllm-query-slo-format',
     slos: 'vllm-query-slos',
     expr: 'vllm-query-expr',

@@ -190,6 +190,12 @@ export interface QueryModel {
   baselineTo?: string;
   /** verdict: Optimisations stated to be in use, for when the metrics cannot tell; empty means detect them. */
   optimisations?: Optimisation[];
+  /**
+   * verdict: A diagnosis rule id (the rules resource route lists them): the answer adds a promise table, whether the
+   * signal the rule's advice promises to move (preemptions for kv_cache_saturated, the hit rate for prefix_cache_miss,
+   * …) moved that way from the baseline, such as the finding's window, to the range; empty means no such check.
+   */
+  rule?: string;
   /** slo: The objectives' names to answer; empty means every objective. */
   slos?: string[];
   /** text form: The text form, such as explain 4bf92f3577b34da6a3ce929d0e0e4736. */

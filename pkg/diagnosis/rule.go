@@ -101,6 +101,9 @@ type Rule struct {
 	Escalation *Escalation
 	Cause      string
 	Action     string
+	// Promise is the signal the action moves once applied, and which way: what a verdict on
+	// the change checks (the verdict query's rule).
+	Promise series.Promise
 	// Evidence are the signals a finding shows at its start, peak and end.
 	Evidence []series.Signal
 	// Params are the thresholds, "for" last.

@@ -21,7 +21,9 @@ var clientTimeouts = Rule{
 	Severity:  Critical,
 	Cause:     "clients hit their timeout: the latency objective is already broken",
 	Action:    "look at the other findings of this instance; shed load or add capacity",
-	Evidence:  []series.Signal{series.AbortRatio, series.RequestRate, series.E2EP99},
+	Promise: series.Promise{Signal: series.AbortRatio, Direction: series.Down,
+		Sentence: "the share of aborted requests falls: answers that come within the clients' timeouts are not abandoned"},
+	Evidence: []series.Signal{series.AbortRatio, series.RequestRate, series.E2EP99},
 	Params: []Param{
 		param("abort_ratio", 0.05, "fraction", Fraction, "aborted over all finished requests above this"),
 		forParam(5),
@@ -51,6 +53,8 @@ var outputsTruncated = Rule{
 	Severity: Warning,
 	Cause:    "answers reach the requests' max_tokens or the context limit (--max-model-len)",
 	Action:   "raise the clients' max_tokens, or --max-model-len when prompts fill the context",
+	Promise: series.Promise{Signal: series.LengthRatio, Direction: series.Down,
+		Sentence: "the share of requests cut at their length limit falls: answers fit their max_tokens"},
 	Evidence: []series.Signal{series.LengthRatio, series.OutputLengthMean, series.OutputLengthP95, series.MaxTokensMean, series.RequestRate},
 	Params: []Param{
 		param(lengthRatioParam, 0.2, "fraction", Fraction, "requests finished by length over all finished requests above this"),

@@ -22,6 +22,8 @@ var engineStalled = Rule{
 	Cause:    "the engine is wedged (a hung collective, a deadlocked scheduler or worker) while its API server still answers /health",
 	Action: "capture the engine's stack (py-spy dump --pid on the engine core's process) and its logs, then restart the engine; " +
 		"make the health check follow the engine's progress (the engine-step counter), not /health alone",
+	Promise: series.Promise{Signal: series.EngineStepRate, Direction: series.Up,
+		Sentence: "engine steps resume: a restarted engine that makes progress steps again, so vllm:iteration_tokens_total counts steps and the hung requests and the queue are served"},
 	Evidence: []series.Signal{series.EngineStepRate, series.GenerationTPS, series.Running, series.Waiting, series.RequestRate},
 	// The rate window (1m by default) sees the stall only once it holds no step at all, about a
 	// minute after the engine stopped: 90 s more put the finding out within 3 minutes of it.

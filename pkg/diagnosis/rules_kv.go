@@ -23,7 +23,9 @@ var kvCacheSaturated = Rule{
 	Severity:  Critical,
 	Cause:     "not enough KV blocks for the concurrency",
 	Action:    "lower --max-num-seqs or --max-model-len, or enable --kv-cache-dtype fp8",
-	Evidence:  []series.Signal{series.KVUsage, series.PreemptionRate, series.Running, series.Waiting},
+	Promise: series.Promise{Signal: series.PreemptionRate, Direction: series.Down,
+		Sentence: "preemptions per second fall toward 0: a concurrency the KV pool fits leaves no running request to evict"},
+	Evidence: []series.Signal{series.KVUsage, series.PreemptionRate, series.Running, series.Waiting},
 	Params: []Param{
 		param(kvUsageParam, 0.85, "fraction", Fraction, "KV cache usage (max over data-parallel engines) above this"),
 		param(preemptionRateParam, 0.5, "1/s", Rate, "preemptions per second above this"),
@@ -65,7 +67,9 @@ var preemptionsFreeCache = Rule{
 	Severity:  Warning,
 	Cause:     "--max-num-seqs is too high for the KV cache: admitted sequences outgrow it as they decode",
 	Action:    "lower --max-num-seqs or --max-model-len",
-	Evidence:  []series.Signal{series.PreemptionRate, series.KVUsageAvg, series.KVUsage, series.Running},
+	Promise: series.Promise{Signal: series.PreemptionRate, Direction: series.Down,
+		Sentence: "preemptions per second fall toward 0: a concurrency the KV pool fits at its bursts leaves no running request to evict"},
+	Evidence: []series.Signal{series.PreemptionRate, series.KVUsageAvg, series.KVUsage, series.Running},
 	Params: []Param{
 		param(preemptionsPerMinParam, 1, "1/min", Rate, "preemptions per minute above this"),
 		param(kvUsageParam, 0.9, "fraction", Fraction, "KV usage, averaged over the rate window, below this"),

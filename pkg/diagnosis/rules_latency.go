@@ -23,6 +23,8 @@ var prefillBound = Rule{
 	Severity: Warning,
 	Cause:    "longer prompts or wider prefill batches",
 	Action:   profileAction,
+	Promise: series.Promise{Signal: series.TTFTP99, Direction: series.Down,
+		Sentence: "TTFT p99 falls: once the cause the requests or the profile show is removed, prefills are as fast as before"},
 	Evidence: []series.Signal{series.TTFTP99, series.PrefillTimeMean, series.PromptLengthMean, series.QueueTimeMean},
 	Params: []Param{
 		param(baselineFactorParam, 2, "ratio", Factor, "TTFT p99 over its baseline"),
@@ -51,6 +53,8 @@ var decodeBound = Rule{
 	Severity: Warning,
 	Cause:    "batch width or memory bandwidth",
 	Action:   profileAction,
+	Promise: series.Promise{Signal: series.TPOTMean, Direction: series.Down,
+		Sentence: "decode time per output token falls: once the cause the requests or the profile show is removed, decode steps are as fast as before"},
 	Evidence: []series.Signal{series.TPOTP99, series.TPOTMean, series.DecodeTimeMean, series.Running, series.OutputLengthMean},
 	Params: []Param{
 		param(baselineFactorParam, 2, "ratio", Factor, "TPOT p99 (or, without it, mean TPOT) over its baseline"),

@@ -24,7 +24,9 @@ var prefillBlocking = Rule{
 	Severity:  Warning,
 	Cause:     "long prefills block other requests",
 	Action:    "enable chunked prefill (--enable-chunked-prefill) and tune --max-num-batched-tokens",
-	Evidence:  []series.Signal{series.TTFTP99, series.TTFTP50, series.PrefillTimeMean, series.PromptLengthMean},
+	Promise: series.Promise{Signal: series.TTFTRatio, Direction: series.Down,
+		Sentence: "TTFT p99/p50 falls toward 1: with chunked prefill a long prompt is prefilled in budget-sized chunks between other requests' steps, so it no longer holds their first tokens"},
+	Evidence: []series.Signal{series.TTFTP99, series.TTFTP50, series.PrefillTimeMean, series.PromptLengthMean},
 	Params: []Param{
 		param("ttft_ratio", 2, "ratio", Factor, "TTFT p99 over p50, lower bound of p99's bucket over upper bound of p50's"),
 		forParam(5),
@@ -59,6 +61,8 @@ var tokenBudgetStarved = Rule{
 	Severity: Warning,
 	Cause:    "--max-num-batched-tokens is so low that prefills take many engine steps",
 	Action:   "raise --max-num-batched-tokens",
+	Promise: series.Promise{Signal: series.TTFTP50, Direction: series.Down,
+		Sentence: "TTFT p50 falls: a budget that takes a whole prompt per step prefills each in one step instead of many"},
 	Evidence: []series.Signal{series.TTFTP50, series.TTFTP99, series.PrefillTimeMean, series.QueueTimeMean, series.KVUsage, series.PreemptionRate},
 	Params: []Param{
 		param(baselineFactorParam, 1.5, "ratio", Factor, "growth of TTFT p50, p99 and mean prefill time over their baseline"),

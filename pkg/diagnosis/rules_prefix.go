@@ -22,7 +22,9 @@ var prefixCacheMiss = Rule{
 	Severity:  Warning,
 	Cause:     "prompts are not byte-identical where they should share a prefix (timestamps or session ids in the system prompt)",
 	Action:    "make the shared prefix identical across requests; check --enable-prefix-caching",
-	Evidence:  []series.Signal{series.TTFTP50, series.PrefixCacheHitRate, series.PromptLengthMean, series.PrefillTimeMean},
+	Promise: series.Promise{Signal: series.PrefixCacheHitRate, Direction: series.Up,
+		Sentence: "the prefix-cache hit rate rises: a byte-identical shared prefix is prefilled once and then read from the cache"},
+	Evidence: []series.Signal{series.TTFTP50, series.PrefixCacheHitRate, series.PromptLengthMean, series.PrefillTimeMean},
 	Params: []Param{
 		param("ttft_p50", 0.5, "s", Seconds, "TTFT p50 above this, from the lower bound of its bucket"),
 		param("hit_rate", 0.5, "fraction", Fraction, "prefix-cache hit rate (hit tokens over looked-up tokens) below this"),

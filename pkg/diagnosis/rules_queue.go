@@ -25,6 +25,8 @@ var queueWithFreeCache = Rule{
 	Severity: Warning,
 	Cause:    "the token budget per step is too low (or --max-num-seqs is reached)",
 	Action:   "raise --max-num-batched-tokens (and --max-num-seqs if running sits at it)",
+	Promise: series.Promise{Signal: series.QueueTimeMean, Direction: series.Down,
+		Sentence: "mean queue time falls: steps that admit more tokens (or more sequences) take waiting requests while the KV cache has room"},
 	Evidence: []series.Signal{series.WaitingRatio, series.Waiting, series.WaitingCapacity, series.Running, series.KVUsage},
 	Params: []Param{
 		waitingShareParam,
@@ -56,7 +58,9 @@ var pastTheKnee = Rule{
 	Severity:  Critical,
 	Cause:     "more traffic than the instance's capacity",
 	Action:    "add instances, route traffic elsewhere, or autoscale",
-	Evidence:  []series.Signal{series.WaitingRatio, series.Waiting, series.Running, series.KVUsage, series.RequestRate},
+	Promise: series.Promise{Signal: series.WaitingRatio, Direction: series.Down,
+		Sentence: "the share of requests waiting falls: with more instances (or less traffic routed here) arrivals no longer outrun the capacity"},
+	Evidence: []series.Signal{series.WaitingRatio, series.Waiting, series.Running, series.KVUsage, series.RequestRate},
 	Params: []Param{
 		waitingShareParam,
 		param(kvUsageParam, 0.85, "fraction", Fraction, "KV usage at or above this"),
@@ -89,6 +93,8 @@ var queueDeferred = Rule{
 		"or their KV cache is still being transferred (disaggregated prefill, a KV connector)",
 	Action: "raise --max-loras when LoRA adapters are served (vllm:lora_requests_info); in disaggregated serving, " +
 		"check the KV connector (--kv-transfer-config) and the prefill instances",
+	Promise: series.Promise{Signal: series.QueueTimeMean, Direction: series.Down,
+		Sentence: "mean queue time falls: requests no longer wait for a LoRA slot or a KV transfer"},
 	Evidence: []series.Signal{series.WaitingDeferred, series.WaitingCapacity, series.Waiting, series.Running, series.KVUsage},
 	Params: []Param{
 		param("deferred_ratio", 0.2, "fraction", Fraction, "share of requests waiting deferred, of running plus waiting, above this"),

@@ -22,7 +22,9 @@ var specDecodeInefficient = Rule{
 	Escalation: &Escalation{Severity: Critical, Param: criticalBelowParam, Base: "acceptance_rate"},
 	Cause:      "a drafter of another model family, temperature above 0.9, or a very large batch",
 	Action:     "change the drafter (--speculative-config) or disable speculative decoding",
-	Evidence:   []series.Signal{series.SpecAcceptanceRate, series.SpecAcceptanceLength, series.Running},
+	Promise: series.Promise{Signal: series.TPOTMean, Direction: series.Down,
+		Sentence: "decode time per output token falls: fewer rejected draft tokens are verified at every step"},
+	Evidence: []series.Signal{series.SpecAcceptanceRate, series.SpecAcceptanceLength, series.Running},
 	Params: []Param{
 		param("acceptance_rate", 0.6, "fraction", Fraction, "accepted draft tokens over proposed draft tokens below this"),
 		param(criticalBelowParam, 0.5, "fraction", Fraction, "below this acceptance rate the finding is critical"),

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/seed/vllm-datasource/pkg/series"
 )
 
 // incomplete lists what a rule's value lacks of what every rule needs. A rule is one value, so
@@ -30,6 +32,9 @@ func incomplete(r Rule, all []Rule) []string {
 	}
 	if r.rank <= 0 {
 		lack("a headline rank")
+	}
+	if p := r.Promise; p.Signal == "" || (p.Direction != series.Up && p.Direction != series.Down) || p.Sentence == "" {
+		lack("a promise: the signal its action moves, up or down, and a sentence saying why")
 	}
 	if (r.recommend.compute == nil) == (r.recommend.none == "") {
 		lack("a recommendation, or the reason it has none (and not both)")
@@ -80,6 +85,9 @@ func TestAnIncompleteRuleFails(t *testing.T) {
 		{"a link to an unknown rule", func(r *Rule) { r.explains = []string{"kv_cache_saturatd"} }, "links to other rules"},
 		{"a stage that is not one", func(r *Rule) { r.lengthens = map[string]int{"other": 10} }, "stage ranks"},
 		{"an action without a flag", func(r *Rule) { r.Action = "fix it" }, "an action"},
+		{"no promise", func(r *Rule) { r.Promise = series.Promise{} }, "a promise"},
+		{"a promise without a direction", func(r *Rule) { r.Promise.Direction = "" }, "a promise"},
+		{"a promise without its sentence", func(r *Rule) { r.Promise.Sentence = "" }, "a promise"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -69,3 +69,35 @@ func optionalTime(t time.Time) *time.Time {
 	}
 	return &t
 }
+
+// Promise returns the check of a rule's promise as a table frame, named promise: one row per
+// instance and model, with the promised signal and direction, its value in each window, the
+// relative change (empty from 0), the outcome and the sentence that says why.
+func Promise(rule string, checks []verdict.PromiseCheck) *data.Frame {
+	n := len(checks)
+	str := func() []string { return make([]string, n) }
+	instance, model, rules, metric, direction, outcome, sentence := str(), str(), str(), str(), str(), str(), str()
+	before, after, change := make([]*float64, n), make([]*float64, n), make([]*float64, n)
+	for i, c := range checks {
+		instance[i], model[i], rules[i] = c.Key.Instance, c.Key.Model, rule
+		metric[i], direction[i] = string(c.Promise.Signal), string(c.Promise.Direction)
+		before[i], after[i], change[i] = optFloat(c.Before), optFloat(c.After), optFloat(c.Change)
+		outcome[i], sentence[i] = string(c.Outcome), c.Sentence
+	}
+	changeField := data.NewField("change", nil, change)
+	changeField.Config = &data.FieldConfig{Unit: "percentunit"}
+	frame := data.NewFrame("promise",
+		data.NewField("instance", nil, instance),
+		data.NewField("model_name", nil, model),
+		data.NewField("rule", nil, rules),
+		data.NewField("metric", nil, metric),
+		data.NewField("direction", nil, direction),
+		data.NewField("before", nil, before),
+		data.NewField("after", nil, after),
+		changeField,
+		data.NewField("outcome", nil, outcome),
+		data.NewField("sentence", nil, sentence),
+	)
+	frame.Meta = &data.FrameMeta{Type: data.FrameTypeTable}
+	return frame
+}

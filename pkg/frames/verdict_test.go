@@ -1,6 +1,7 @@
 package frames
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -61,6 +62,46 @@ func TestVerdictLoadFieldsCarryUnitsAndNullForUnknown(t *testing.T) {
 			}
 			if _, ok := fld.ConcreteAt(0); ok == c.null {
 				t.Errorf("null = %v, want %v", !ok, c.null)
+			}
+		})
+	}
+}
+
+func TestPromiseFrameHasARowPerInstanceAndNullForAChangeFromZero(t *testing.T) {
+	p := series.Promise{Signal: series.PreemptionRate, Direction: series.Down, Sentence: "fewer"}
+	f := Promise("kv_cache_saturated", []verdict.PromiseCheck{
+		{Key: series.Key{Instance: "a:8000", Model: "m"}, Promise: p, Before: 2, After: 0, Change: -1, Outcome: verdict.Moved, Sentence: "went"},
+		{Key: series.Key{Instance: "b:8000", Model: "m"}, Promise: p, Before: 0, After: 1, Change: math.Inf(1), Outcome: verdict.GotWorse, Sentence: "rose"},
+	})
+	if f.Name != "promise" || f.Meta == nil || f.Meta.Type != data.FrameTypeTable || f.Rows() != 2 {
+		t.Fatalf("want a promise table of two rows, got %q with %d", f.Name, f.Rows())
+	}
+	cases := []struct {
+		field string
+		row   int
+		want  any
+	}{
+		{"rule", 0, "kv_cache_saturated"},
+		{"metric", 0, "preemption_rate"},
+		{"direction", 1, "down"},
+		{"before", 0, 2.0},
+		{"change", 0, -1.0},
+		{"change", 1, nil},
+		{"outcome", 1, "got worse"},
+		{"sentence", 0, "went"},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%s/%d", c.field, c.row), func(t *testing.T) {
+			fld, _ := f.FieldByName(c.field)
+			if fld == nil {
+				t.Fatalf("no %s field", c.field)
+			}
+			got, ok := fld.ConcreteAt(c.row)
+			if !ok {
+				got = nil
+			}
+			if got != c.want {
+				t.Errorf("%v, want %v", got, c.want)
 			}
 		})
 	}

@@ -2,8 +2,11 @@ package plan
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/seed/vllm-datasource/pkg/diagnosis"
+	"github.com/seed/vllm-datasource/pkg/series"
 	"github.com/seed/vllm-datasource/pkg/signals"
 	"github.com/seed/vllm-datasource/pkg/verdict"
 )
@@ -22,6 +25,9 @@ const minTilesPerWindow = 2
 type Verdict struct {
 	Baseline, Current verdict.Window
 	Declared          []verdict.Optimisation
+	// Rule, when set, is the rule whose promise the verdict checks (Promise).
+	Rule    string
+	Promise series.Promise
 	// Metrics are the baseline's request, then the current window's.
 	Metrics [2]signals.Request
 }
@@ -50,6 +56,25 @@ func NewVerdict(s Settings, sc Scope, baselineFrom, baselineTo string, optimisat
 		}
 		p.Metrics[i] = signals.Request{Signals: verdict.Signals, Start: w.w.From, End: w.w.To, Step: signals.Window(scrape, length/verdictTiles),
 			Instance: sc.Instance, Model: sc.Model, CacheConfig: true}
+	}
+	return p, nil
+}
+
+// WithRule adds the check of a rule's promise (verdict.CheckPromise) to the plan: both windows
+// are fetched with the signals the promise reads. An empty rule leaves the plan as it is; an
+// unknown one fails, naming the rules.
+func (p Verdict) WithRule(rule string) (Verdict, error) {
+	rule = strings.TrimSpace(rule)
+	if rule == "" {
+		return p, nil
+	}
+	rules, err := diagnosis.Rules([]string{rule}, nil)
+	if err != nil {
+		return Verdict{}, err
+	}
+	p.Rule, p.Promise = rule, rules[0].Promise
+	for i := range p.Metrics {
+		p.Metrics[i].Signals = verdict.PromiseSignals(p.Promise)
 	}
 	return p, nil
 }

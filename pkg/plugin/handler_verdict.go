@@ -15,6 +15,9 @@ import (
 
 func handleVerdict(ctx context.Context, d *Datasource, q backend.DataQuery, query VerdictQuery) backend.DataResponse {
 	p, err := plan.NewVerdict(d.planSettings(), scopeOf(q, query.Scope), query.BaselineFrom, query.BaselineTo, strs(query.Optimisations), time.Now())
+	if err == nil {
+		p, err = p.WithRule(query.Rule)
+	}
 	if err != nil {
 		return badQuery(err)
 	}
@@ -28,10 +31,14 @@ func handleVerdict(ctx context.Context, d *Datasource, q backend.DataQuery, quer
 			return errorResponse(fmt.Errorf("%w: the rate window %s differs from the step %s, so the windows would not tile", errInternal, res.Window, p.Metrics[i].Step))
 		}
 	}
-	rows := verdict.Evaluate(verdict.Input{
+	in := verdict.Input{
 		Baseline: results[0].Set, Current: results[1].Set,
 		BaselineWindow: p.Baseline, CurrentWindow: p.Current,
 		Declared: p.Declared, Params: verdict.DefaultParams(),
-	})
-	return backend.DataResponse{Frames: frames.Verdict(rows, p.Executed(results[0].Plan, results[1].Plan), verdict.Notices(results[0].Notices, results[1].Notices))}
+	}
+	out := frames.Verdict(verdict.Evaluate(in), p.Executed(results[0].Plan, results[1].Plan), verdict.Notices(results[0].Notices, results[1].Notices))
+	if p.Rule != "" {
+		out = append(out, frames.Promise(p.Rule, verdict.CheckPromises(in, p.Promise)))
+	}
+	return backend.DataResponse{Frames: out}
 }

@@ -90,15 +90,28 @@ var verdictChanges = func() map[string]change {
 	rate := func(r float64) func(*sim.EngineConfig, *sim.Load) {
 		return func(_ *sim.EngineConfig, l *sim.Load) { l.RatePerSecond = r }
 	}
+	// The kv_cache_saturated scenario's traffic (long answers, four 1024-token system prompts)
+	// under a concurrency limit: 128 lets the running requests outgrow the 64,000-token pool,
+	// 40 of them (about 1000 tokens each, the prompts shared) fit it.
+	saturating := func(seqs int) func(*sim.EngineConfig, *sim.Load) {
+		return func(e *sim.EngineConfig, l *sim.Load) {
+			e.MaxNumSeqs = seqs
+			l.PrefixTokens, l.RatePerSecond, l.MaxTokens = 1024, 1.1, 2048
+			l.OutputTokens = sim.Dist{Mean: 1200, CV: 0.3, Min: 64}
+		}
+	}
 	return map[string]change{
-		"timestamped to fixed prompt":      plain("127.0.0.1:9003", system, prompt(true), prompt(false)),
-		"fixed to timestamped prompt":      plain("127.0.0.1:9004", system, prompt(false), prompt(true)),
-		"mismatched to matched drafter":    plain("127.0.0.1:9005", nil, drafter(0.35), drafter(0.85)),
-		"matched to mismatched drafter":    plain("127.0.0.1:9006", nil, drafter(0.85), drafter(0.35)),
-		"fp16 to fp8 KV cache":             plain("127.0.0.1:9007", nil, dtype("auto"), dtype("fp8")),
-		"fp8 to fp16 KV cache":             plain("127.0.0.1:9008", nil, dtype("fp8"), dtype("auto")),
-		"traffic doubles, nothing changes": plain("127.0.0.1:9009", nil, rate(4), rate(8)),
-		"a request every two minutes":      plain("127.0.0.1:9010", nil, rate(1.0/120), rate(1.0/120)),
+		"timestamped to fixed prompt":                        plain("127.0.0.1:9003", system, prompt(true), prompt(false)),
+		"fixed to timestamped prompt":                        plain("127.0.0.1:9004", system, prompt(false), prompt(true)),
+		"mismatched to matched drafter":                      plain("127.0.0.1:9005", nil, drafter(0.35), drafter(0.85)),
+		"matched to mismatched drafter":                      plain("127.0.0.1:9006", nil, drafter(0.85), drafter(0.35)),
+		"fp16 to fp8 KV cache":                               plain("127.0.0.1:9007", nil, dtype("auto"), dtype("fp8")),
+		"fp8 to fp16 KV cache":                               plain("127.0.0.1:9008", nil, dtype("fp8"), dtype("auto")),
+		"traffic doubles, nothing changes":                   plain("127.0.0.1:9009", nil, rate(4), rate(8)),
+		"a request every two minutes":                        plain("127.0.0.1:9010", nil, rate(1.0/120), rate(1.0/120)),
+		"max_num_seqs 128 lowered to 40 under KV saturation": plain("127.0.0.1:9011", nil, saturating(128), saturating(40)),
+		"restart under KV saturation, max_num_seqs kept":     plain("127.0.0.1:9012", nil, saturating(128), saturating(128)),
+		"restart, prompt still timestamped":                  plain("127.0.0.1:9013", system, prompt(true), prompt(true)),
 	}
 }()
 
@@ -304,6 +317,7 @@ func TestVerdictBadInputIsAPluginErrorPerQuery(t *testing.T) {
 		{"baseline ending before it starts", map[string]any{"baselineFrom": "now-2h", "baselineTo": "now-3h"}, "baselineTo must be after baselineFrom"},
 		{"baseline shorter than two rate windows", map[string]any{"baselineFrom": "now-1d", "baselineTo": "now-1d+30s"}, "needs at least 2m0s per window"},
 		{"unknown optimisation", map[string]any{"baselineFrom": "now-1d", "optimisations": []string{"paged_attention"}}, `unknown optimisation "paged_attention"`},
+		{"unknown rule, naming the rules", map[string]any{"baselineFrom": "now-1d", "rule": "kv_cache_saturatd"}, `unknown rule "kv_cache_saturatd" (did you mean "kv_cache_saturated"?); the rules are engine_stalled, `},
 	}
 	var queries []backend.DataQuery
 	for i, c := range cases {
@@ -328,6 +342,75 @@ func TestVerdictBadInputIsAPluginErrorPerQuery(t *testing.T) {
 			if !strings.Contains(r.Error.Error(), c.says) {
 				t.Errorf("error %q does not say %q", r.Error, c.says)
 			}
+		})
+	}
+}
+
+// promiseQuery asks whether a rule's promise held on one instance. Both windows start
+// verdictWarmUp after their run did, so that neither holds the minutes a cold server needs to
+// fill its KV cache: the baseline stands for the finding's window, the range for the time after
+// the change.
+func (e *verdictEnv) promiseQuery(refID, instance, rule string) backend.DataQuery {
+	raw, _ := json.Marshal(map[string]any{
+		"queryType": QueryTypeVerdict, "instance": instance, "rule": rule,
+		"baselineFrom": e.baseline.From.Add(verdictWarmUp).Format(time.RFC3339), "baselineTo": e.baseline.To.Format(time.RFC3339),
+	})
+	return backend.DataQuery{RefID: refID, QueryType: string(QueryTypeVerdict), JSON: raw, Interval: scrape,
+		TimeRange: backend.TimeRange{From: e.current.From, To: e.current.To}}
+}
+
+// promiseRow is the one row of a verdict answer's promise frame, by field name.
+func promiseRow(t *testing.T, r backend.DataResponse) verdictRow {
+	t.Helper()
+	if r.Error != nil {
+		t.Fatalf("query failed: %v", r.Error)
+	}
+	for _, f := range r.Frames {
+		if f.Name != "promise" {
+			continue
+		}
+		if f.Rows() != 1 {
+			t.Fatalf("promise frame has %d rows, want one for the instance", f.Rows())
+		}
+		row := verdictRow{}
+		for _, fld := range f.Fields {
+			row[fld.Name], _ = fld.ConcreteAt(0)
+		}
+		return row
+	}
+	t.Fatalf("no promise frame among %d frames", len(r.Frames))
+	return nil
+}
+
+// The outcome follows what the simulator's configuration changed: the fix a finding's advice
+// names moves its promised signal, a restart that keeps the configuration does not.
+func TestPromisesOnSimulatedChanges(t *testing.T) {
+	e := newVerdictEnv(t)
+	cases := []struct {
+		change, rule string
+		want         verdict.Outcome
+	}{
+		{"max_num_seqs 128 lowered to 40 under KV saturation", "kv_cache_saturated", verdict.Moved},
+		{"restart under KV saturation, max_num_seqs kept", "kv_cache_saturated", verdict.DidNotMove},
+		{"timestamped to fixed prompt", "prefix_cache_miss", verdict.Moved},
+		{"restart, prompt still timestamped", "prefix_cache_miss", verdict.DidNotMove},
+		{"fixed to timestamped prompt", "prefix_cache_miss", verdict.GotWorse},
+	}
+	var queries []backend.DataQuery
+	for i, c := range cases {
+		queries = append(queries, e.promiseQuery(string(rune('A'+i)), addressOf(c.change), c.rule))
+	}
+	res := e.run(t, queries...)
+	for i, c := range cases {
+		t.Run(c.change+"/"+c.rule, func(t *testing.T) {
+			r := promiseRow(t, res.Responses[string(rune('A'+i))])
+			if r["outcome"] != string(c.want) {
+				t.Errorf("outcome %q, want %q: %v", r["outcome"], c.want, r["sentence"])
+			}
+			if r["rule"] != c.rule || r["instance"] != addressOf(c.change) {
+				t.Errorf("row for %v on %v, want %s on %s", r["rule"], r["instance"], c.rule, addressOf(c.change))
+			}
+			t.Logf("%s %s: %v → %v (%v): %s", r["metric"], r["direction"], r["before"], r["after"], r["outcome"], r["sentence"])
 		})
 	}
 }

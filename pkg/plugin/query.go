@@ -120,6 +120,11 @@ type VerdictQuery struct {
 	BaselineTo string `json:"baselineTo,omitempty"`
 	// Optimisations stated to be in use, for when the metrics cannot tell; empty means detect them.
 	Optimisations []verdict.Optimisation `json:"optimisations,omitempty"`
+	// A diagnosis rule id (the rules resource route lists them): the answer adds a promise
+	// table, whether the signal the rule's advice promises to move (preemptions for
+	// kv_cache_saturated, the hit rate for prefix_cache_miss, …) moved that way from the
+	// baseline, such as the finding's window, to the range; empty means no such check.
+	Rule string `json:"rule,omitempty"`
 }
 
 // SLOQuery asks how the service-level objectives of the data source's settings (slos) fare:

@@ -45,6 +45,8 @@ func TestParseQueryReadsEachQueryTypesModel(t *testing.T) {
 			want: ExplainQuery{TraceID: "abc", Format: ExplainAnnotation}},
 		{name: "a verdict query", json: `{"queryType": "verdict", "baselineFrom": "now-7d", "baselineTo": "now-6d", "optimisations": ["spec_decode"]}`,
 			want: VerdictQuery{BaselineFrom: "now-7d", BaselineTo: "now-6d", Optimisations: []verdict.Optimisation{verdict.SpecDecode}}},
+		{name: "a verdict query checking a rule's promise", json: `{"queryType": "verdict", "baselineFrom": "now-7d", "rule": "kv_cache_saturated"}`,
+			want: VerdictQuery{BaselineFrom: "now-7d", Rule: "kv_cache_saturated"}},
 		{name: "Grafana's own fields and another query type's are left aside", json: `{"queryType": "signals", "refId": "A", "intervalMs": 15000, "traceId": "abc"}`,
 			want: SignalsQuery{}},
 	} {

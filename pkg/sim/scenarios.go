@@ -114,9 +114,41 @@ func specByBatch() Scenario {
 		"its peers of the model without speculation carry each load throughout: speculation pays at the light load's batch and costs at the heavy one's"}
 }
 
+// BudgetAboveNeed is the scenario whose token budget is already above what queue_with_free_cache
+// would compute, while --max-num-seqs holds the queue.
+const BudgetAboveNeed = "budget_above_need"
+
+// budgetAboveNeed is queue_with_free_cache's fault with the token budget far above need: a
+// retrieval service (four 128-token instructions, ~500-token passages, prefix caching off, four
+// requests a second) is redeployed with a config copied from a smaller GPU's, max_num_seqs 8,
+// and max_num_batched_tokens raised to 8192. Eight sequences cannot serve four requests a second,
+// so the queue grows while the cache stays nearly empty; engine steps take a whole prompt, and
+// two when two seats free at once, so they reach past 1024 tokens, above the ~900 a p95 prompt
+// and the running decodes need. Raising the budget further would change nothing: the advice must
+// point at --max-num-seqs, never "raise" the budget to a value below its own.
+func budgetAboveNeed() Scenario {
+	sc := faulty(RuleQueueWithFreeCache,
+		"a retrieval service (128-token instructions, ~500-token passages, prefix caching off) is redeployed with max_num_seqs 8 "+
+			"and max_num_batched_tokens 8192: the queue grows with the KV cache nearly empty while steps take whole prompts, "+
+			"more tokens than the prompts need; --max-num-seqs, not the budget, holds the queue; the redeploy back drops it",
+		func(in *Instance) {
+			in.Engine.PrefixCaching = false
+			in.Load.PrefixTokens = 128
+			in.Load.SuffixTokens = Dist{Mean: 500, CV: 0.3, Min: 8}
+		},
+		func(e EngineConfig, _ Load) (*EngineConfig, *Load) {
+			e.MaxNumSeqs, e.MaxNumBatchedTokens = 8, 8192
+			return &e, nil
+		})
+	sc = redeployed(sc)
+	sc.Name = BudgetAboveNeed
+	return sc
+}
+
 // catalogue holds the scenarios that are no rule's: faults holds those.
 var catalogue = map[string]func() Scenario{
 	"bucket_layouts": bucketLayouts,
+	BudgetAboveNeed:  budgetAboveNeed,
 	SpecByBatch:      specByBatch,
 	"healthy": func() Scenario {
 		return Scenario{Name: "healthy", Seed: 42, Instances: fleet(),

@@ -50,4 +50,15 @@
 // optimisation that was already fully in effect in the baseline (FP8 in both windows,
 // a hit rate or an acceptance already above its bound) makes the windows "not comparable":
 // there is no before to compare with.
+//
+// # A rule's promise
+//
+// Each diagnosis rule names the signal its action moves and which way (series.Promise).
+// CheckPromise compares that signal over a window before the change (the finding's) with one
+// after it: moved when it changed at least MeanChange (10%) the promised way, got worse at least
+// that much the other way, did not move otherwise; a signal absent from either window is not
+// enough data. A quantile, or TTFT p99/p50, also needs MinRequests requests in each window, and
+// moves (or worsens) only when its windows' bucket intervals separate as well, the bound the
+// optimisations' quantiles follow. The like-for-like gate does not apply: a finding's window is
+// often one of changed traffic, and the promise is about that instance whatever its load.
 package verdict

@@ -106,20 +106,7 @@ type Row struct {
 // Evaluate returns one row per optimisation for every instance and model in either window,
 // sorted by instance, model, then optimisation order.
 func Evaluate(in Input) []Row {
-	keys := map[series.Key]bool{}
-	var order []series.Key
-	for _, set := range []*series.Set{in.Baseline, in.Current} {
-		if set == nil {
-			continue
-		}
-		for _, k := range set.Keys() {
-			if !keys[k] {
-				keys[k] = true
-				order = append(order, k)
-			}
-		}
-	}
-	sortKeys(order)
+	order := keysOf(in)
 	declared := map[Optimisation]bool{}
 	for _, o := range in.Declared {
 		declared[o] = true
@@ -136,6 +123,25 @@ func Evaluate(in Input) []Row {
 		}
 	}
 	return rows
+}
+
+// keysOf lists every instance and model in either window, sorted.
+func keysOf(in Input) []series.Key {
+	keys := map[series.Key]bool{}
+	var order []series.Key
+	for _, set := range []*series.Set{in.Baseline, in.Current} {
+		if set == nil {
+			continue
+		}
+		for _, k := range set.Keys() {
+			if !keys[k] {
+				keys[k] = true
+				order = append(order, k)
+			}
+		}
+	}
+	sortKeys(order)
+	return order
 }
 
 func summariseOrEmpty(set *series.Set, k series.Key, w Window) Stats {

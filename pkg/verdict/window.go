@@ -75,6 +75,11 @@ type Stats struct {
 	// PreemptionRate is per second; Preemptions the count over the covered span.
 	PreemptionRate, Preemptions float64
 
+	// What a rule's promise may read besides (PromiseSignals), NaN when not fetched: mean
+	// queue time per request (seconds), waiting / (running + waiting), the shares of finished
+	// requests aborted and cut at their length limit, engine steps per second.
+	QueueTime, WaitingRatio, AbortRatio, LengthRatio, StepRate float64
+
 	// Config is the instance's vllm:cache_config_info; HasConfig is false without one.
 	Config    vllm.CacheConfig
 	HasConfig bool
@@ -129,6 +134,12 @@ func Summarise(set *series.Set, key series.Key, w Window) Stats {
 	st.Waiting = mean(values(series.Waiting), nil)
 	st.PreemptionRate = mean(values(series.PreemptionRate), nil)
 	st.Preemptions = st.PreemptionRate * st.Covered.To.Sub(st.Covered.From).Seconds()
+	st.QueueTime = mean(values(series.QueueTimeMean), count)
+	st.WaitingRatio = mean(values(series.WaitingRatio), nil)
+	finished := values(series.RequestRate)
+	st.AbortRatio = mean(values(series.AbortRatio), finished)
+	st.LengthRatio = mean(values(series.LengthRatio), finished)
+	st.StepRate = mean(values(series.EngineStepRate), nil)
 	st.Config, st.HasConfig = set.CacheConfig[key.Instance]
 	return st
 }

@@ -124,7 +124,7 @@ describe('QueryEditor: each query type shows its own fields', () => {
     diagnosis: [ids.format, ids.rules, ids.headlineOnly, ids.severities, ids.oneInstance],
     requests: [ids.anomalousOnly, ids.minTtft, ids.limit],
     explain: [ids.traceId],
-    verdict: [ids.baselineFrom, ids.baselineTo, ids.optimisations],
+    verdict: [ids.baselineFrom, ids.baselineTo, ids.optimisations, ids.verdictRule],
     slo: [ids.sloFormat, ids.slos],
   };
   const all = Object.values(fields).flat();
@@ -270,6 +270,12 @@ describe('QueryEditor: verdict', () => {
     const { user, lastQuery } = setup({ queryType: 'verdict', optimisations: ['chunked_prefill'] });
     await chooseOption(user, ids.optimisations, 'Prefix caching');
     expect(lastQuery()).toMatchObject({ optimisations: ['chunked_prefill', 'prefix_caching'] });
+  });
+
+  it("checks the promise of a rule chosen from the backend's", async () => {
+    const { user, lastQuery } = setup({ queryType: 'verdict' });
+    await chooseOption(user, ids.verdictRule, 'kv_cache_saturated');
+    expect(lastQuery()).toMatchObject({ rule: 'kv_cache_saturated' });
   });
 });
 

@@ -290,7 +290,9 @@ export function QueryEditor({ query: rawQuery, onChange, onRunQuery, datasource,
           />
         </InlineFieldRow>
       )}
-      {queryType === 'verdict' && <VerdictEditor query={query} update={update} />}
+      {queryType === 'verdict' && (
+        <VerdictEditor query={query} datasource={datasource} variables={variables} update={update} />
+      )}
       {queryType === 'slo' && <SLOEditor query={query} objectives={datasource.objectiveNames()} update={update} />}
     </>
   );
@@ -477,7 +479,13 @@ function RequestsEditor({ query, update }: SubEditorProps) {
   );
 }
 
-function VerdictEditor({ query, update }: SubEditorProps) {
+function VerdictEditor({ query, datasource, variables, update }: CatalogEditorProps) {
+  const load = useCallback(() => datasource.listRules(), [datasource]);
+  const rules = useResource(load);
+  const options = [
+    ...(rules.value ?? []).map((r) => ({ label: r.id, value: r.id, description: r.symptom })),
+    ...variables.map(asOption),
+  ];
   return (
     <>
       <InlineFieldRow>
@@ -516,6 +524,26 @@ function VerdictEditor({ query, update }: SubEditorProps) {
           onChange={(optimisations) => update({ optimisations })}
         />
       </InlineFieldRow>
+      <InlineFieldRow>
+        <InlineField
+          label="Rule's promise"
+          labelWidth={LABEL_WIDTH}
+          tooltip="A rule whose advice was applied between the windows: also check that the signal it promises to move (preemptions for kv_cache_saturated, the hit rate for prefix_cache_miss, …) moved; give the finding's window as the baseline"
+        >
+          <Select
+            data-testid={ids.verdictRule}
+            width={48}
+            isClearable
+            allowCustomValue
+            isLoading={rules.loading}
+            placeholder="No rule"
+            options={options}
+            value={query.rule ? asOption(query.rule) : null}
+            onChange={(v: SelectableValue<string> | null) => update({ rule: v?.value || undefined })}
+          />
+        </InlineField>
+      </InlineFieldRow>
+      <ResourceNotice what="the rules" error={rules.error} testId={ids.resourceError} />
     </>
   );
 }

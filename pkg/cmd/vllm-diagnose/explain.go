@@ -169,13 +169,18 @@ type verdictReport struct {
 	Range    timeRange `json:"range"`
 	Baseline string    `json:"baseline"`
 	// Verdicts are the plugin's verdict frame's rows, every column by name.
-	Verdicts []row    `json:"verdicts"`
+	Verdicts []row `json:"verdicts"`
+	// Rule is --rule; Promises the plugin's promise frame's rows, every column by name.
+	Rule     string   `json:"rule,omitempty"`
+	Promises []row    `json:"promises,omitempty"`
 	Notices  []notice `json:"notices"`
 	ExitCode int      `json:"exitCode"`
 }
 
 // runVerdict asks the plugin whether each optimisation did what it should, between the
-// baseline window and the range.
+// baseline window and the range; with --rule, whether the signal that rule's advice promises to
+// move moved, which then alone sets the exit code: 1 when on some instance it did not move or
+// got worse.
 func (c *rootCommand) runVerdict(ctx context.Context) error {
 	if c.opts.output == outPrometheus {
 		return errors.New("verdict writes table or json: --output prometheus is for the diagnosis's alert series")
@@ -194,7 +199,7 @@ func (c *rootCommand) runVerdict(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	model := plugin.VerdictQuery{Scope: c.scope(), BaselineFrom: strings.TrimSpace(bFrom), BaselineTo: strings.TrimSpace(bTo)}
+	model := plugin.VerdictQuery{Scope: c.scope(), BaselineFrom: strings.TrimSpace(bFrom), BaselineTo: strings.TrimSpace(bTo), Rule: c.opts.rule}
 	for _, o := range c.opts.optimisations {
 		model.Optimisations = append(model.Optimisations, verdict.Optimisation(o))
 	}
@@ -205,9 +210,18 @@ func (c *rootCommand) runVerdict(ctx context.Context) error {
 	frames := ans["verdict"]
 	rep := verdictReport{header: headerOf("verdict"), Range: rangeOf(from, to), Baseline: c.opts.baseline,
 		Verdicts: rows(frameNamed(frames, "verdict")), Notices: noticesOf(frames)}
-	for _, r := range rep.Verdicts {
-		if str(r, "verdict") == "did not work" {
-			rep.ExitCode = exitWarning
+	if c.opts.rule != "" {
+		rep.Rule, rep.Promises = c.opts.rule, rows(frameNamed(frames, "promise"))
+		for _, r := range rep.Promises {
+			if o := str(r, "outcome"); o == string(verdict.DidNotMove) || o == string(verdict.GotWorse) {
+				rep.ExitCode = exitWarning
+			}
+		}
+	} else {
+		for _, r := range rep.Verdicts {
+			if str(r, "verdict") == string(verdict.DidNotWork) {
+				rep.ExitCode = exitWarning
+			}
 		}
 	}
 	c.code = rep.ExitCode
@@ -225,6 +239,29 @@ func (c *rootCommand) runVerdict(ctx context.Context) error {
 	if err := t.Render(); err != nil {
 		return err
 	}
+	if rep.Rule != "" {
+		if err := writePromiseTable(c.stdout, rep, c.painter()); err != nil {
+			return err
+		}
+	}
 	writeNotices(c.stdout, rep.Notices)
 	return nil
+}
+
+// writePromiseTable prints, per instance and model, whether the signal --rule's advice
+// promises to move moved.
+func writePromiseTable(w io.Writer, rep verdictReport, p painter) error {
+	fmt.Fprintf(w, "\nPromise of %s's advice:\n", rep.Rule)
+	t := newTable(w, "instance", "model", "metric", "direction", "before", "after", "change", "outcome", "why")
+	for _, r := range rep.Promises {
+		change := ""
+		if v, ok := r["change"].(float64); ok {
+			change = fmt.Sprintf("%+.0f%%", 100*v)
+		}
+		if err := t.Append([]string{str(r, "instance"), str(r, "model_name"), str(r, "metric"), str(r, "direction"),
+			text(r["before"]), text(r["after"]), change, p.paint(str(r, "outcome")), str(r, "sentence")}); err != nil {
+			return err
+		}
+	}
+	return t.Render()
 }

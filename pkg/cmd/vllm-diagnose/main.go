@@ -5,7 +5,7 @@
 //	    [--instance RE] [--model RE] [--label-matchers '{job="vllm"}'] [--thresholds FILE]
 //	    [--output table|json|prometheus] [--watch [--every 1m]]
 //	vllm-diagnose explain TRACE_ID --prometheus URL --jaeger URL
-//	vllm-diagnose verdict --baseline FROM..TO --prometheus URL [--since 1h | --from T --to T]
+//	vllm-diagnose verdict --baseline FROM..TO --prometheus URL [--since 1h | --from T --to T] [--rule RULE]
 //	vllm-diagnose --scrape URL[,URL…] [--scrape-interval 15s] [--watch] [--save DIR]
 //	vllm-diagnose --from-dir DIR [--from T --to T]
 //	vllm-diagnose demo [--scenario NAME] [--generation v0|v1] [--list] [--save DIR]
@@ -18,8 +18,10 @@
 // plugin.NewDatasource, checks its health, and renders the frames its QueryData returns. The
 // terminal and Grafana therefore cannot disagree.
 //
-// Exit codes: 0 nothing firing, 1 warnings (or an optimisation that did not work), 2 critical
-// findings, 3 a backend unreachable or bad input. Every error is one line on stderr.
+// Exit codes: 0 nothing firing, 1 warnings (or an optimisation that did not work; with verdict
+// --rule, the signal the rule's advice promises to move did not move or got worse on some
+// instance), 2 critical findings, 3 a backend unreachable or bad input. Every error is one line
+// on stderr.
 package main
 
 import (

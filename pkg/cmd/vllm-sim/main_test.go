@@ -17,7 +17,7 @@ func TestBadInputFailsWithoutWritingAnything(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		{"unknown scenario lists the known ones", []string{"--scenario", "nope"}, "known scenarios: bucket_layouts, client_timeouts"},
+		{"unknown scenario lists the known ones", []string{"--scenario", "nope"}, "known scenarios: bucket_layouts, budget_above_need, client_timeouts"},
 		{"bad start", []string{"--scenario", "healthy", "--start", "yesterday"}, "now-DURATION"},
 		{"bad generation", []string{"--scenario", "healthy", "--generation", "v2"}, "want v0 or v1"},
 		{"scrape longer than the run", []string{"--scenario", "healthy", "--duration", "10s", "--scrape-interval", "15s"}, "scrape interval"},

@@ -89,6 +89,7 @@ func TestValidatorReadsStoredQueriesAsThePluginDoes(t *testing.T) {
 		{"findings by severity", `{"queryType": "diagnosis", "headlineOnly": true, "severities": ["critical"]}`, ""},
 		{"an explain annotation", `{"queryType": "explain", "format": "annotation", "traceId": "$traceId"}`, ""},
 		{"a verdict with optimisations", `{"queryType": "verdict", "baselineFrom": "now-7d", "optimisations": ["spec_decode"]}`, ""},
+		{"a verdict checking a rule's promise", `{"queryType": "verdict", "baselineFrom": "now-7d", "rule": "kv_cache_saturated"}`, ""},
 		{"the text form without a queryType", `{"expr": "explain 4bf92f3577b34da6a3ce929d0e0e4736"}`, ""},
 		{"a misspelt field", `{"queryType": "diagnosis", "fromat": "timeline"}`, "fromat"},
 		{"a field of another query type", `{"queryType": "signals", "traceId": "abc"}`, "traceId"},
