@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
@@ -62,7 +63,14 @@ func handleSLO(ctx context.Context, d *Datasource, q backend.DataQuery, query SL
 	executed := p.Executed(recent.Plan, budget.Plan)
 	notices := append(append([]string(nil), recent.Notices...), budget.Notices...)
 	if format.attribution {
-		rows := slo.Attributions(p.Objectives, recent.Set, p.From, diag.Result.Findings)
+		// The evaluation attributed every objective's misses (the findings' slo_misses): keep
+		// the query's.
+		var rows []slo.AttributionRow
+		for _, r := range diag.SLO {
+			if slices.ContainsFunc(p.Objectives, func(o slo.Objective) bool { return o.Name == r.Objective.Name }) {
+				rows = append(rows, r)
+			}
+		}
 		return backend.DataResponse{Frames: data.Frames{frames.SLOAttribution(rows, executed+"\n"+diag.Executed, notices)}}
 	}
 	rows := slo.Statuses(p.Objectives, recent.Set, budget.Set, p.From)

@@ -2,7 +2,9 @@ package plugin
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,26 +47,79 @@ func TestFleetSLO(t *testing.T) {
 	prom := simPrometheus(t, res)
 	pc := pluginContext(prom.URL, map[string]any{"scrapeInterval": simScrape.String(), "slos": fleetSLOs})
 	from, to := res.Start, res.Start.Add(fleetRun)
-	query := func(format string) *data.Frame {
+	ask := func(queryType, format string) *data.Frame {
 		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 		defer cancel()
 		r, err := grpcPlugin(t).QueryData(ctx, &backend.QueryDataRequest{PluginContext: pc,
-			Queries: []backend.DataQuery{rangeQuery("S", from, to, map[string]any{"queryType": "slo", "format": format})}})
+			Queries: []backend.DataQuery{rangeQuery("S", from, to, map[string]any{"queryType": queryType, "format": format})}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		out := r.Responses["S"]
 		if out.Error != nil || len(out.Frames) != 1 {
-			t.Fatalf("slo %s: %v, %d frames", format, out.Error, len(out.Frames))
+			t.Fatalf("%s %s: %v, %d frames", queryType, format, out.Error, len(out.Frames))
 		}
 		return out.Frames[0]
 	}
+	query := func(format string) *data.Frame { return ask("slo", format) }
 	t.Run("attainment holds the injected attainment", func(t *testing.T) {
 		fleetAttainment(t, query("status"), res, from, to)
 	})
 	t.Run("each faulty instance's misses go most to its fault's finding", func(t *testing.T) {
 		fleetAttribution(t, query("attribution"))
 	})
+	t.Run("the findings say the misses the attribution gave them", func(t *testing.T) {
+		findingsMisses(t, ask("diagnosis", "findings"), query("attribution"))
+	})
+}
+
+// findingsMisses: each finding's slo_misses says what the attribution gave it, objective by
+// objective, and the finding of each faulty instance's fault says it caused misses.
+func findingsMisses(t *testing.T, findings, attribution *data.Frame) {
+	type finding struct {
+		instance, rule string
+		from, to       time.Time
+	}
+	misses := map[finding]string{}
+	for i := range findings.Rows() {
+		from, _ := findings.Fields[0].ConcreteAt(i)
+		to, _ := findings.Fields[1].ConcreteAt(i)
+		misses[finding{cellString(findings, "instance", i), cellString(findings, "rule", i), from.(time.Time), to.(time.Time)}] = cellString(findings, "slo_misses", i)
+	}
+	ruled := 0
+	for i := range attribution.Rows() {
+		rule := cellString(attribution, "rule", i)
+		if rule == slo.NoFinding {
+			continue
+		}
+		fromField, _ := attribution.FieldByName("from")
+		toField, _ := attribution.FieldByName("to")
+		start, end := fromField.At(i).(*time.Time), toField.At(i).(*time.Time)
+		k := finding{cellString(attribution, "instance", i), rule, *start, *end}
+		got, ok := misses[k]
+		if !ok {
+			t.Errorf("the attribution's %+v is no finding", k)
+			continue
+		}
+		ruled++
+		want := fmt.Sprintf("%s %.0f (%.0f%%)", cellString(attribution, "slo", i), cellFloat(attribution, "bad", i), 100*cellFloat(attribution, "share", i))
+		if !strings.Contains(got, want) {
+			t.Errorf("%s on %s: slo_misses %q does not say %q", rule, k.instance, got, want)
+		}
+	}
+	caused := 0
+	for instance, rule := range sim.FleetFaulty(fleetSize) {
+		for k, m := range misses {
+			if k.instance == instance && k.rule == rule && m != "" {
+				caused++
+				t.Logf("%s on %s: %s", rule, instance, m)
+				break
+			}
+		}
+	}
+	if ruled == 0 || caused < 4 {
+		t.Errorf("%d attribution rows of a finding, %d faulty instances whose fault's finding caused misses; want some, and at least 4", ruled, caused)
+	}
 }
 
 // injectedAttainment is the share of an instance's requests whose TTFT, as the simulator
