@@ -111,3 +111,13 @@ func (p SLO) Executed(recent, budget *signals.Plan) string {
 	return fmt.Sprintf("Objectives from %s to %s, read every %s (and every %s over their window for the budget).\n%s\n%s",
 		stamp(p.From), stamp(p.To), p.Recent.Step, p.Budget.Step, recent, budget)
 }
+
+// Goodput is the request of the goodput format: the objectives' events over the range, with the
+// finished requests and their shares aborted and errored, which goodput counts whatever the
+// objectives (slo.Goodputs).
+func (p SLO) Goodput() signals.Request {
+	r := p.Recent
+	r.Start = p.From
+	r.Signals = AvailabilitySignals
+	return r
+}

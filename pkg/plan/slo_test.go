@@ -145,3 +145,17 @@ func TestDiagnosisPlanReadsTheObjectivesEvents(t *testing.T) {
 		})
 	}
 }
+
+// Goodput reads the range alone, with the finished requests whatever the objectives.
+func TestSLOGoodputRequest(t *testing.T) {
+	latency := objectives(t, `[{"name": "ttft-2s", "indicator": "ttft", "threshold": 2, "objective": 0.99, "window": "28d"}]`)
+	sc := plan.Scope{From: t0, To: t0.Add(2 * time.Hour), Interval: time.Minute}
+	p, err := plan.NewSLO(settings, sc, latency, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := p.Goodput()
+	if !r.Start.Equal(p.From) || !slices.Equal(r.Signals, plan.AvailabilitySignals) || !slices.Equal(r.Histograms, []string{vllm.TimeToFirstToken}) {
+		t.Errorf("goodput request from %s, signals %v, histograms %v; want from %s, %v and the TTFT histogram", r.Start, r.Signals, r.Histograms, p.From, plan.AvailabilitySignals)
+	}
+}

@@ -47,7 +47,7 @@ func TestFleetSLO(t *testing.T) {
 	prom := simPrometheus(t, res)
 	pc := pluginContext(prom.URL, map[string]any{"scrapeInterval": simScrape.String(), "slos": fleetSLOs})
 	from, to := res.Start, res.Start.Add(fleetRun)
-	ask := func(queryType, format string) *data.Frame {
+	askAll := func(queryType, format string) data.Frames {
 		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 		defer cancel()
 		r, err := grpcPlugin(t).QueryData(ctx, &backend.QueryDataRequest{PluginContext: pc,
@@ -56,10 +56,17 @@ func TestFleetSLO(t *testing.T) {
 			t.Fatal(err)
 		}
 		out := r.Responses["S"]
-		if out.Error != nil || len(out.Frames) != 1 {
-			t.Fatalf("%s %s: %v, %d frames", queryType, format, out.Error, len(out.Frames))
+		if out.Error != nil {
+			t.Fatalf("%s %s: %v", queryType, format, out.Error)
 		}
-		return out.Frames[0]
+		return out.Frames
+	}
+	ask := func(queryType, format string) *data.Frame {
+		fs := askAll(queryType, format)
+		if len(fs) != 1 {
+			t.Fatalf("%s %s: %d frames, want 1", queryType, format, len(fs))
+		}
+		return fs[0]
 	}
 	query := func(format string) *data.Frame { return ask("slo", format) }
 	t.Run("attainment holds the injected attainment", func(t *testing.T) {
@@ -71,6 +78,64 @@ func TestFleetSLO(t *testing.T) {
 	t.Run("the findings say the misses the attribution gave them", func(t *testing.T) {
 		findingsMisses(t, ask("diagnosis", "findings"), query("attribution"))
 	})
+	t.Run("goodput holds the injected goodput", func(t *testing.T) {
+		fleetGoodput(t, askAll("slo", "goodput"), res, from, to)
+	})
+}
+
+// injectedGoodput is how many of an instance's requests that ended in (from, to] were served
+// and met every fleet objective as the simulator injected them: finished without abort or
+// error, TTFT within 1 s (and so 2 s), and a time per output token after the first within
+// 25 ms (a request of one token has none to miss).
+func injectedGoodput(res *sim.Result, instance string, from, to time.Time) (good, all int) {
+	for _, sp := range res.Spans {
+		if sp.Instance != instance || !sp.End.After(from) || sp.End.After(to) {
+			continue
+		}
+		all++
+		served := sp.FinishReason != "abort" && sp.FinishReason != "error"
+		if served && sp.TTFT <= 1 && (sp.CompletionTokens <= 1 || sp.Decode/float64(sp.CompletionTokens-1) <= 0.025) {
+			good++
+		}
+	}
+	return good, all
+}
+
+// fleetGoodput: per instance, the requests the simulator says met every objective lie within
+// the goodput series' bounds added up over the range (± 1% of the instance's requests); each
+// model has a fleet series.
+func fleetGoodput(t *testing.T, fs data.Frames, res *sim.Result, from, to time.Time) {
+	instances, fleets := 0, 0
+	for _, f := range fs {
+		low, high := f.Fields[1], f.Fields[2]
+		instance := low.Labels["instance"]
+		if instance == slo.Fleet {
+			fleets++
+			continue
+		}
+		if f.Rows() < 2 {
+			t.Fatalf("%s: %d steps of goodput", instance, f.Rows())
+		}
+		// Each point is the requests per second of the step ending at it: the steps after the
+		// range's start.
+		step := f.Fields[0].At(1).(time.Time).Sub(f.Fields[0].At(0).(time.Time)).Seconds()
+		var sumLow, sumHigh float64
+		for i := range f.Rows() {
+			if l, h := low.At(i).(float64), high.At(i).(float64); !math.IsNaN(l) {
+				sumLow, sumHigh = sumLow+l*step, sumHigh+h*step
+			}
+		}
+		good, all := injectedGoodput(res, instance, from, to)
+		t.Logf("goodput %s: injected %d of %d requests, answer [%.0f, %.0f]", instance, good, all, sumLow, sumHigh)
+		tol := 0.01 * float64(all)
+		if float64(good) < sumLow-tol || float64(good) > sumHigh+tol {
+			t.Errorf("%s: %d requests met every objective, outside the answer [%.0f, %.0f] ± %.0f", instance, good, sumLow, sumHigh, tol)
+		}
+		instances++
+	}
+	if instances != fleetSize || fleets == 0 {
+		t.Errorf("%d instance series and %d fleet series, want %d and at least one", instances, fleets, fleetSize)
+	}
 }
 
 // findingsMisses: each finding's slo_misses says what the attribution gave it, objective by
