@@ -76,6 +76,15 @@ describe('SLOEditor', () => {
     expect(onChange).not.toHaveBeenCalled();
   });
 
+  it('asks for a threshold when a latency indicator replaces availability', async () => {
+    const { user, last } = setup([UP]);
+    await chooseOption(user, ids.sloField(0, 'indicator'), 'End-to-end latency');
+    expect(last()).toEqual([{ ...UP, indicator: 'e2e' }]);
+    expect(screen.getByText('threshold 0 is not a positive number of seconds', { exact: false })).toBeInTheDocument();
+    await typeAndLeave(user, ids.sloField(0, 'threshold'), '30');
+    expect(last()).toEqual([{ ...UP, indicator: 'e2e', threshold: 30 }]);
+  });
+
   it('refuses the name of another objective', async () => {
     const { user, onChange } = setup([TTFT, UP]);
     await typeAndLeave(user, ids.sloField(1, 'name'), 'ttft-1s');

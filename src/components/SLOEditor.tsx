@@ -44,10 +44,10 @@ function newObjective(existing: SLOSpec[]): SLOSpec {
   return { name: `objective-${n}`, indicator: 'ttft', threshold: 2, objective: 0.99, window: '28d' };
 }
 
-/** A number typed in a field, checked by the objective's rule for it. */
+/** A number typed in a field, checked by the objective's rule for it; empty is 0, as the backend reads it. */
 function numberCheck(field: string, rule: (n: number) => string | undefined) {
   return (text: string) => {
-    const n = parseNumber(text);
+    const n = text.trim() === '' ? 0 : parseNumber(text);
     return n === undefined ? `${field} ${JSON.stringify(text)} is not a number` : rule(n);
   };
 }
