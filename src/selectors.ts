@@ -44,6 +44,11 @@ export const selectors = {
     thresholdGroup: (rule: string) => `vllm-config-threshold-group-${rule}`,
     threshold: (rule: string, param: string) => `vllm-config-threshold-${rule}-${param}`,
     rulesError: 'vllm-config-rules-error',
+    slos: 'vllm-config-slos',
+    sloAdd: 'vllm-config-slo-add',
+    slo: (index: number) => `vllm-config-slo-${index}`,
+    sloField: (index: number, field: string) => `vllm-config-slo-${index}-${field}`,
+    sloRemove: (index: number) => `vllm-config-slo-${index}-remove`,
   },
   variableEditor: {
     kind: 'vllm-variable-kind',

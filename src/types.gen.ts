@@ -55,10 +55,12 @@ export const EXPLAIN_FORMATS: readonly ExplainFormat[] = ['annotation'];
  *   objective's window, burn rates over 1 h and 6 h; a fleet row per objective and model
  * - `attribution`: one row per objective, instance and finding: the misses while the finding was active and their share
  *   of the instance's misses; rule none for the misses while no finding was
+ * - `goodput`: per instance and model, then per model's fleet, the requests per second served (without abort or error)
+ *   that met every objective of the model, bounded (goodput_low, goodput_high); objectives on itl are left out
  */
-export type SLOFormat = 'status' | 'attribution';
+export type SLOFormat = 'status' | 'attribution' | 'goodput';
 
-export const SLO_FORMATS: readonly SLOFormat[] = ['status', 'attribution'];
+export const SLO_FORMATS: readonly SLOFormat[] = ['status', 'attribution', 'goodput'];
 
 /**
  * Severity ranks a finding: critical, warning or info.

@@ -23,6 +23,7 @@ import (
 	"github.com/seed/vllm-datasource/pkg/plugin"
 	"github.com/seed/vllm-datasource/pkg/series"
 	"github.com/seed/vllm-datasource/pkg/sim"
+	"github.com/seed/vllm-datasource/pkg/slo"
 	"github.com/seed/vllm-datasource/pkg/stack"
 	"github.com/seed/vllm-datasource/pkg/testbed"
 )
@@ -68,8 +69,12 @@ func newFleetBed(t *testing.T) *fleetBed {
 	// hour before.
 	b := &fleetBed{truth: res.Truth, faulty: sim.FleetFaulty(fleetSize), jaegerURL: jaeger.QueryURL,
 		to: runStart.Add(runFor), from: runStart.Add(runFor - time.Hour)}
+	// The provisioned data source's objectives, which the dashboards' SLOs rows are written for.
+	slos, err := stack.ProvisionedSLOs("vllm")
+	require.NoError(t, err)
 	tp, pc := pluginFor(t, prom.URL, map[string]any{
 		"tracesBackend": "jaeger", "tracesUrl": jaeger.QueryURL, "tracesDatasourceUid": "jaeger",
+		"slos": slos,
 	})
 	waitForSpans(t, tp, pc, b.from, b.to)
 	b.tp, b.pc = tp, pc
@@ -153,6 +158,10 @@ func TestDashboardsOnAFleet(t *testing.T) {
 					_, one := b.run(t, tg, b.saturated)
 					require.NoError(t, one.Error)
 					b.checkTimelineOfOne(t, one.Frames)
+				}
+			case plugin.SLOQuery:
+				if q.Format == plugin.FormatSLOStatus {
+					b.checkSLOStatus(t, r.Frames)
 				}
 			case plugin.SignalsQuery:
 				if tg.PanelType == "timeseries" {
@@ -276,6 +285,37 @@ func (b *fleetBed) checkGraph(t *testing.T, tg stack.Target, fs data.Frames) {
 	t.Logf("%s: series per signal %v", tg.Panel, perSignal)
 	if kv, ok := perSignal[string(series.KVUsage)]; ok {
 		assert.Contains(t, kv, b.saturated, "panel %q: the worst KV usage leaves out %s, whose KV cache was saturated", tg.Panel, b.saturated)
+	}
+}
+
+// checkSLOStatus: every provisioned objective has a line on each instance of the fleet and a
+// fleet line, each attainment an interval (low at most high).
+func (b *fleetBed) checkSLOStatus(t *testing.T, fs data.Frames) {
+	require.Len(t, fs, 1)
+	f := fs[0]
+	name, _ := f.FieldByName("slo")
+	inst, _ := f.FieldByName("instance")
+	low, _ := f.FieldByName("attainment_low")
+	high, _ := f.FieldByName("attainment_high")
+	require.NotNil(t, high)
+	instances := map[string]map[string]bool{}
+	for i := 0; i < f.Rows(); i++ {
+		o := name.At(i).(string)
+		if instances[o] == nil {
+			instances[o] = map[string]bool{}
+		}
+		instances[o][inst.At(i).(string)] = true
+		if l, h := low.At(i).(*float64), high.At(i).(*float64); l != nil && h != nil {
+			assert.LessOrEqual(t, *l, *h, "%s on %s", o, inst.At(i))
+		}
+	}
+	raw, err := stack.ProvisionedSLOs("vllm")
+	require.NoError(t, err)
+	var objectives []struct{ Name string }
+	require.NoError(t, json.Unmarshal(raw, &objectives))
+	for _, o := range objectives {
+		assert.True(t, instances[o.Name][slo.Fleet], "%s has no fleet line", o.Name)
+		assert.Len(t, instances[o.Name], fleetSize+1, "%s: the lines of each instance and the fleet", o.Name)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/seed/vllm-datasource/pkg/diagnosis"
 	"github.com/seed/vllm-datasource/pkg/series"
+	"github.com/seed/vllm-datasource/pkg/slo"
 )
 
 // Findings is the `diagnosis` query's default format: one row per finding, with the fields time,
@@ -22,8 +23,10 @@ import (
 // value now as the metrics show it, null when unknown), current_source (where that comes from),
 // change (raise, lower, or target when the current value is not known well enough) and
 // recommended (null when there is no value, or when the computed one would not change the
-// flag and the sentence says why). Notices say which rules had insufficient data or did not apply.
-func Findings(res diagnosis.Result) *data.Frame {
+// flag and the sentence says why); slo_misses, each service-level objective's misses while the
+// finding was active, from the attribution of the objectives' misses (misses: slo.Attributions;
+// empty without objectives). Notices say which rules had insufficient data or did not apply.
+func Findings(res diagnosis.Result, misses []slo.AttributionRow) *data.Frame {
 	n := len(res.Findings)
 	var (
 		start, end                          = make([]time.Time, n), make([]time.Time, n)
@@ -33,6 +36,7 @@ func Findings(res diagnosis.Result) *data.Frame {
 		headline                            = make([]bool, n)
 		recommendation, flag, source, chg   = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		current, recommended                = make([]*float64, n), make([]*float64, n)
+		sloMisses                           = make([]string, n)
 	)
 	for i, f := range res.Findings {
 		start[i], end[i] = f.Start, f.End
@@ -50,6 +54,7 @@ func Findings(res diagnosis.Result) *data.Frame {
 		if v := rec.Current.Value(); rec.Current.Known() {
 			current[i] = &v
 		}
+		sloMisses[i] = missesText(slo.MissesOf(misses, f))
 	}
 	frame := data.NewFrame("findings",
 		data.NewField("time", nil, start),
@@ -73,6 +78,7 @@ func Findings(res diagnosis.Result) *data.Frame {
 		data.NewField("current_source", nil, source),
 		data.NewField("change", nil, chg),
 		data.NewField("recommended", nil, recommended),
+		data.NewField("slo_misses", nil, sloMisses),
 	)
 	frame.Meta = &data.FrameMeta{PreferredVisualization: data.VisTypeTable, Notices: notices(res.Notices, nil, "")}
 	return frame
@@ -82,7 +88,7 @@ func Findings(res diagnosis.Result) *data.Frame {
 // (graph annotations) when the range holds n instances: no finding, and a notice saying why.
 func FindingsOfOneInstance(res diagnosis.Result, n int) *data.Frame {
 	res.Findings = nil
-	frame := Findings(res)
+	frame := Findings(res, nil)
 	frame.Meta.Notices = append([]data.Notice{{Severity: data.NoticeSeverityInfo, Text: fmt.Sprintf(
 		"%d instances in range: findings are drawn on graphs for one instance only; select one, or read the fleet's findings in the table and the timeline.", n)}},
 		frame.Meta.Notices...)
@@ -160,4 +166,14 @@ func keyName(k series.Key) string {
 		return k.Instance
 	}
 	return k.Instance + " " + k.Model
+}
+
+// missesText is a finding's slo_misses: each objective's misses while it was active and their
+// share of its key's misses over the range, such as "ttft-1s 412 (63%)"; empty without any.
+func missesText(ms []slo.Miss) string {
+	parts := make([]string, len(ms))
+	for i, m := range ms {
+		parts[i] = fmt.Sprintf("%s %.0f (%.0f%%)", m.Objective, m.Bad, 100*m.Share)
+	}
+	return strings.Join(parts, ", ")
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/seed/vllm-datasource/pkg/diagnosis"
 	"github.com/seed/vllm-datasource/pkg/series"
+	"github.com/seed/vllm-datasource/pkg/slo"
 	"github.com/seed/vllm-datasource/pkg/vllm"
 )
 
@@ -59,7 +60,7 @@ func kvDiagnosed(t *testing.T, saturated series.Key, calm []series.Key, cacheCon
 
 func TestFindingsFrameHasTheDesignFields(t *testing.T) {
 	res := diagnosed(t)
-	frame := Findings(res)
+	frame := Findings(res, nil)
 	want := []struct {
 		name string
 		typ  data.FieldType
@@ -71,6 +72,7 @@ func TestFindingsFrameHasTheDesignFields(t *testing.T) {
 		{"model_name", data.FieldTypeString}, {"headline", data.FieldTypeBool}, {"secondary_to", data.FieldTypeString},
 		{"recommendation", data.FieldTypeString}, {"flag", data.FieldTypeString}, {"current", data.FieldTypeNullableFloat64},
 		{"current_source", data.FieldTypeString}, {"change", data.FieldTypeString}, {"recommended", data.FieldTypeNullableFloat64},
+		{"slo_misses", data.FieldTypeString},
 	}
 	if len(frame.Fields) != len(want) {
 		t.Fatalf("%d fields, want %d", len(frame.Fields), len(want))
@@ -126,7 +128,7 @@ func TestFindingsFrameShowsTheRecommendedValue(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			frame := Findings(diagnosis.Result{Findings: []diagnosis.Finding{{Rule: diagnosis.KVCacheSaturated, Key: keySat, Recommendation: diagnosis.KVFit(tt.in)}}})
+			frame := Findings(diagnosis.Result{Findings: []diagnosis.Finding{{Rule: diagnosis.KVCacheSaturated, Key: keySat, Recommendation: diagnosis.KVFit(tt.in)}}}, nil)
 			row := map[string]any{}
 			for _, field := range frame.Fields {
 				row[field.Name] = field.At(0)
@@ -151,7 +153,7 @@ func TestFindingsFrameShowsTheRecommendedValue(t *testing.T) {
 }
 
 func TestFindingsFrameNoticesNameRuleAndReason(t *testing.T) {
-	frame := Findings(diagnosed(t))
+	frame := Findings(diagnosed(t), nil)
 	if frame.Meta == nil || len(frame.Meta.Notices) != 1 {
 		t.Fatalf("meta %+v", frame.Meta)
 	}
@@ -214,10 +216,50 @@ func TestFindingsOfOneInstanceOnAFleetIsEmptyWithANoticeSayingToSelectOne(t *tes
 		t.Fatal("the saturated instance has no finding to leave out")
 	}
 	f := FindingsOfOneInstance(res, 3)
-	if f.Rows() != 0 || len(f.Fields) != len(Findings(res).Fields) {
+	if f.Rows() != 0 || len(f.Fields) != len(Findings(res, nil).Fields) {
 		t.Fatalf("%d rows, %d fields; want the findings table's fields and no row", f.Rows(), len(f.Fields))
 	}
 	if n := f.Meta.Notices; len(n) == 0 || !strings.Contains(n[0].Text, "3 instances in range") || !strings.Contains(n[0].Text, "select one") {
 		t.Errorf("notices %+v", n)
+	}
+}
+
+// slo_misses says, per objective, the misses the attribution gave the finding and their share of
+// its instance's; the findings of no miss, and every finding without objectives, say nothing.
+func TestFindingsSayTheirSLOMisses(t *testing.T) {
+	res := diagnosed(t)
+	if len(res.Findings) != 1 || res.Findings[0].Key != keySat {
+		t.Fatalf("findings %+v, want kv_cache_saturated on %s alone", res.Findings, keySat.Instance)
+	}
+	f := res.Findings[0]
+	res.Findings = append(res.Findings, diagnosis.Finding{Rule: "engine_stalled", Key: keyCalm, Start: f.Start, End: f.End})
+	row := func(name string, k series.Key, rule string, bad, share float64) slo.AttributionRow {
+		o := slo.Objective{Name: name}
+		return slo.AttributionRow{Objective: o, Key: k, Share: slo.Share{Rule: rule, From: f.Start, To: f.End, Bad: bad, Share: share}}
+	}
+	rows := []slo.AttributionRow{
+		row("ttft-1s", keySat, f.Rule, 412.4, 0.634),
+		row("ttft-1s", keySat, slo.NoFinding, 238, 0.366),
+		row("availability", keySat, f.Rule, 3, 0.1),
+	}
+	for _, c := range []struct {
+		name string
+		rows []slo.AttributionRow
+		want []string
+	}{
+		{"each objective's misses while the finding was active", rows, []string{"ttft-1s 412 (63%), availability 3 (10%)", ""}},
+		{"no objectives", nil, []string{"", ""}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			field, _ := Findings(res, c.rows).FieldByName("slo_misses")
+			if field == nil {
+				t.Fatal("no slo_misses field")
+			}
+			for i, w := range c.want {
+				if got := field.At(i); got != w {
+					t.Errorf("row %d: %q, want %q", i, got, w)
+				}
+			}
+		})
 	}
 }

@@ -92,3 +92,44 @@ func SLOAttribution(rows []slo.AttributionRow, executed string, notices []string
 	frame.Meta = &data.FrameMeta{Type: data.FrameTypeTable, ExecutedQueryString: executed, Notices: warnings(notices)}
 	return frame
 }
+
+// SLOGoodput is the slo query's `goodput` format: per instance and model, then per model's
+// fleet (instance "fleet"), the requests per second that met every objective of the model, as
+// the series goodput_low and goodput_high (labelled instance and model_name) between which it
+// lies. Notices say why it is an interval, and which objectives it leaves out.
+func SLOGoodput(rows []slo.Goodput, leftOut []slo.Objective, executed string, notices []string) data.Frames {
+	meta := func() *data.FrameMeta {
+		return &data.FrameMeta{Type: data.FrameTypeTimeSeriesWide, TypeVersion: data.FrameTypeVersion{0, 1}, ExecutedQueryString: executed}
+	}
+	ns := warnings(notices)
+	for _, o := range leftOut {
+		ns = append(ns, data.Notice{Severity: data.NoticeSeverityInfo, Text: fmt.Sprintf(
+			"goodput leaves out %s: an inter-token latency is observed once per output token, not per request, so from histograms the requests that met it cannot be joined with the other objectives'", o.Name)})
+	}
+	ns = append(ns, data.Notice{Severity: data.NoticeSeverityInfo, Text: "From histograms, the requests that met one objective cannot be matched with those that met another: goodput lies between goodput_low (max(0, a + b − 1) of the requests, for shares a and b) and goodput_high (min(a, b)); with one objective on a bucket bound the two are equal"})
+	out := make(data.Frames, 0, len(rows))
+	for _, r := range rows {
+		times := make([]time.Time, len(r.Low))
+		for i := range times {
+			times[i] = r.From.Add(time.Duration(i) * r.Step)
+		}
+		labels := KeyLabels(r.Key)
+		field := func(n, bound string, v []float64) *data.Field {
+			f := data.NewField(n, labels, append([]float64(nil), v...))
+			f.Config = &data.FieldConfig{Unit: "reqps", DisplayNameFromDS: displayName("Goodput ("+bound+")", r.Key)}
+			return f
+		}
+		frame := data.NewFrame("goodput", data.NewField("time", nil, times),
+			field("goodput_low", "at least", r.Low), field("goodput_high", "at most", r.High))
+		frame.Meta = meta()
+		out = append(out, frame)
+	}
+	if len(out) == 0 {
+		out = append(out, data.NewFrame("goodput", data.NewField("time", nil, []time.Time{}),
+			data.NewField("goodput_low", nil, []float64{}), data.NewField("goodput_high", nil, []float64{})))
+		out[0].Meta = meta()
+		ns = append(ns, data.Notice{Severity: data.NoticeSeverityWarning, Text: "no instance in range has the metrics of an objective goodput joins"})
+	}
+	out[0].Meta.Notices = ns
+	return out
+}

@@ -77,3 +77,48 @@ func TestSLOAttributionFrame(t *testing.T) {
 		t.Errorf("from %v, %v: want the finding's start, and null on the none row", from.At(0), from.At(1))
 	}
 }
+
+func TestSLOGoodputFrames(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	k := series.Key{Instance: "vllm-a", Model: "m"}
+	rows := []slo.Goodput{
+		{Key: k, Objectives: []string{"ttft-1s"}, From: t0, Step: time.Minute, Low: []float64{1, 2}, High: []float64{1.5, 2}},
+		{Key: series.Key{Instance: slo.Fleet, Model: "m"}, Objectives: []string{"ttft-1s"}, From: t0, Step: time.Minute, Low: []float64{1, 2}, High: []float64{1.5, 2}},
+	}
+	itl := slo.Objective{Name: "itl-50ms", Indicator: slo.ITL}
+	fs := SLOGoodput(rows, []slo.Objective{itl}, "executed", nil)
+	if len(fs) != 2 {
+		t.Fatalf("%d frames, want one per series", len(fs))
+	}
+	f := fs[0]
+	if got := f.Fields[0].At(1).(time.Time); !got.Equal(t0.Add(time.Minute)) {
+		t.Errorf("second step at %s, want a step after the first", got)
+	}
+	for _, c := range []struct {
+		field string
+		at    int
+		want  float64
+	}{{"goodput_low", 0, 1}, {"goodput_high", 0, 1.5}, {"goodput_high", 1, 2}} {
+		field, _ := f.FieldByName(c.field)
+		if field == nil || field.At(c.at).(float64) != c.want || field.Labels["instance"] != "vllm-a" || field.Labels["model_name"] != "m" {
+			t.Errorf("%s at %d: %v, want %v labelled vllm-a, m", c.field, c.at, field, c.want)
+		}
+	}
+	var texts []string
+	for _, n := range f.Meta.Notices {
+		texts = append(texts, n.Text)
+	}
+	all := strings.Join(texts, "\n")
+	for _, want := range []string{"leaves out itl-50ms", "per output token", "max(0, a + b − 1)"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("notices %q do not say %q", all, want)
+		}
+	}
+}
+
+func TestSLOGoodputWithoutSeriesSaysWhy(t *testing.T) {
+	fs := SLOGoodput(nil, nil, "", nil)
+	if len(fs) != 1 || fs[0].Rows() != 0 || !strings.Contains(fs[0].Meta.Notices[len(fs[0].Meta.Notices)-1].Text, "no instance") {
+		t.Errorf("%d frames, want one empty frame with a notice saying no instance has the metrics", len(fs))
+	}
+}

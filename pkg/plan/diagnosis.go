@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/seed/vllm-datasource/pkg/diagnosis"
 	"github.com/seed/vllm-datasource/pkg/series"
 	"github.com/seed/vllm-datasource/pkg/signals"
+	"github.com/seed/vllm-datasource/pkg/slo"
 )
 
 // Diagnosis is the plan of one evaluation of the matrix: the rules, the range they are
@@ -17,7 +19,8 @@ import (
 // fetches their signals from early enough for their baselines and pending periods.
 type Diagnosis struct {
 	Rules []string
-	// Signals are every signal fetched: the rules', the request join's, then the caller's.
+	// Signals are every signal fetched: the rules', the request join's, the objectives', then
+	// the caller's.
 	Signals []series.Signal
 	// Step is the panel's step, that timelines and alert series are reported at; EvalStep the
 	// step the rules run at (diagnosis.EvalStep: fine enough for their `for`), the request's.
@@ -28,6 +31,10 @@ type Diagnosis struct {
 	Lookback time.Duration
 	Options  diagnosis.Options
 	Metrics  signals.Request
+	// Objectives are the settings' objectives, whose events Metrics reads too (their histogram
+	// families, or AvailabilitySignals) so that each finding's misses are counted
+	// (slo.Attributions); none without objectives.
+	Objectives []slo.Objective
 }
 
 // NewDiagnosis plans the evaluation of rules (empty: all) over a query's scope, fetching extra
@@ -42,10 +49,16 @@ func NewDiagnosis(s Settings, sc Scope, rules []string, extra []series.Signal) (
 	if err != nil {
 		return Diagnosis{}, backend.PluginError(err)
 	}
-	wanted = appendMissing(appendMissing(wanted, series.JoinSignals()), extra)
+	families, sloSignals := sloEvents(s.Objectives)
+	wanted = appendMissing(appendMissing(appendMissing(wanted, series.JoinSignals()), sloSignals), extra)
 	hists, err := diagnosis.RequiredHistograms(rules)
 	if err != nil {
 		return Diagnosis{}, backend.PluginError(err)
+	}
+	for _, f := range families {
+		if !slices.Contains(hists, f) {
+			hists = append(hists, f)
+		}
 	}
 	from, to := sc.From.Truncate(step), sc.To.Truncate(step)
 	opts := diagnosis.Options{Rules: rules, Thresholds: s.Thresholds, EvalFrom: from,
@@ -61,6 +74,7 @@ func NewDiagnosis(s Settings, sc Scope, rules []string, extra []series.Signal) (
 		return Diagnosis{}, backend.PluginError(err)
 	}
 	return Diagnosis{Rules: rules, Signals: wanted, Step: step, EvalStep: evalStep, From: from, To: to, Lookback: lookback, Options: opts,
+		Objectives: s.Objectives,
 		Metrics: signals.Request{
 			Signals:     wanted,
 			Start:       from.Add(-lookback),

@@ -7,6 +7,7 @@ import (
 	"github.com/seed/vllm-datasource/pkg/diagnosis"
 	"github.com/seed/vllm-datasource/pkg/series"
 	"github.com/seed/vllm-datasource/pkg/signals"
+	"github.com/seed/vllm-datasource/pkg/slo"
 )
 
 // Settings are the data source settings that plans depend on.
@@ -14,6 +15,9 @@ type Settings struct {
 	// Metrics are the Prometheus labels, scrape interval and extra matchers.
 	Metrics    signals.Config
 	Thresholds diagnosis.Thresholds
+	// Objectives are the data source's service-level objectives (none when it has none, or
+	// when they are bad): a diagnosis reads their events too, to count each finding's misses.
+	Objectives []slo.Objective
 }
 
 // Scope is a query's time range, the interval Grafana suggests for it, and its filters (exact

@@ -57,21 +57,12 @@ func NewSLO(s Settings, sc Scope, objectives []slo.Objective, names []string, at
 		return SLO{}, backend.PluginError(fmt.Errorf("the time range (%s) is shorter than one step (%s): widen it", sc.To.Sub(sc.From), step))
 	}
 	from, to := sc.From.Truncate(step), sc.To.Truncate(step)
-	var families []string
+	families, sigs := sloEvents(chosen)
 	var window time.Duration
-	avail := false
 	for _, o := range chosen {
-		if o.Family == "" {
-			avail = true
-		} else if !slices.Contains(families, o.Family) {
-			families = append(families, o.Family)
-		}
 		window = max(window, o.Window)
 	}
-	var sigs []series.Signal
-	if avail {
-		sigs = AvailabilitySignals
-	}
+	avail := len(sigs) > 0
 	recentFrom := from
 	if burn := to.Add(-slo.BurnLong).Truncate(step); burn.Before(from) {
 		recentFrom = burn
@@ -91,6 +82,19 @@ func NewSLO(s Settings, sc Scope, objectives []slo.Objective, names []string, at
 	return p, nil
 }
 
+// sloEvents are what objectives' events are read from: the histogram families of the latency
+// ones, and AvailabilitySignals when one counts finished requests.
+func sloEvents(objectives []slo.Objective) (families []string, sigs []series.Signal) {
+	for _, o := range objectives {
+		if o.Family == "" {
+			sigs = AvailabilitySignals
+		} else if !slices.Contains(families, o.Family) {
+			families = append(families, o.Family)
+		}
+	}
+	return families, sigs
+}
+
 func objectiveNames(os []slo.Objective) string {
 	if len(os) == 0 {
 		return "it has none"
@@ -106,4 +110,14 @@ func objectiveNames(os []slo.Objective) string {
 func (p SLO) Executed(recent, budget *signals.Plan) string {
 	return fmt.Sprintf("Objectives from %s to %s, read every %s (and every %s over their window for the budget).\n%s\n%s",
 		stamp(p.From), stamp(p.To), p.Recent.Step, p.Budget.Step, recent, budget)
+}
+
+// Goodput is the request of the goodput format: the objectives' events over the range, with the
+// finished requests and their shares aborted and errored, which goodput counts whatever the
+// objectives (slo.Goodputs).
+func (p SLO) Goodput() signals.Request {
+	r := p.Recent
+	r.Start = p.From
+	r.Signals = AvailabilitySignals
+	return r
 }

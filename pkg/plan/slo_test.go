@@ -2,6 +2,7 @@ package plan_test
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -104,5 +105,57 @@ func TestSLOPlanRefuses(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A diagnosis reads the settings' objectives' events beside the rules' signals, so that each
+// finding's misses are counted; without objectives, nothing more.
+func TestDiagnosisPlanReadsTheObjectivesEvents(t *testing.T) {
+	sc := plan.Scope{From: t0, To: t0.Add(time.Hour), Interval: time.Minute}
+	withSLOs := settings
+	withSLOs.Objectives = objectives(t, `[
+		{"name": "e2e-30s", "indicator": "e2e", "threshold": 30, "objective": 0.99, "window": "7d"},
+		{"name": "up", "indicator": "availability", "objective": 0.999, "window": "7d"}]`)
+	for _, c := range []struct {
+		name       string
+		settings   plan.Settings
+		wantFamily bool
+		objectives int
+	}{
+		{"objectives: their family and availability's signals", withSLOs, true, 2},
+		{"no objectives: neither", settings, false, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// kv_cache_saturated reads neither the E2E histogram nor the abort and error shares.
+			p, err := plan.NewDiagnosis(c.settings, sc, []string{"kv_cache_saturated"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := slices.Contains(p.Metrics.Histograms, vllm.E2ELatency); got != c.wantFamily {
+				t.Errorf("histograms %v: E2E's %t, want %t", p.Metrics.Histograms, got, c.wantFamily)
+			}
+			for _, s := range []series.Signal{series.AbortRatio, series.ErrorRatio} {
+				if got := slices.Contains(p.Metrics.Signals, s); got != c.wantFamily {
+					t.Errorf("signals %v: %s %t, want %t", p.Metrics.Signals, s, got, c.wantFamily)
+				}
+			}
+			if len(p.Objectives) != c.objectives {
+				t.Errorf("%d objectives, want %d", len(p.Objectives), c.objectives)
+			}
+		})
+	}
+}
+
+// Goodput reads the range alone, with the finished requests whatever the objectives.
+func TestSLOGoodputRequest(t *testing.T) {
+	latency := objectives(t, `[{"name": "ttft-2s", "indicator": "ttft", "threshold": 2, "objective": 0.99, "window": "28d"}]`)
+	sc := plan.Scope{From: t0, To: t0.Add(2 * time.Hour), Interval: time.Minute}
+	p, err := plan.NewSLO(settings, sc, latency, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := p.Goodput()
+	if !r.Start.Equal(p.From) || !slices.Equal(r.Signals, plan.AvailabilitySignals) || !slices.Equal(r.Histograms, []string{vllm.TimeToFirstToken}) {
+		t.Errorf("goodput request from %s, signals %v, histograms %v; want from %s, %v and the TTFT histogram", r.Start, r.Signals, r.Histograms, p.From, plan.AvailabilitySignals)
 	}
 }

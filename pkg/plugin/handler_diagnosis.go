@@ -14,6 +14,7 @@ import (
 	"github.com/seed/vllm-datasource/pkg/frames"
 	"github.com/seed/vllm-datasource/pkg/plan"
 	"github.com/seed/vllm-datasource/pkg/series"
+	"github.com/seed/vllm-datasource/pkg/slo"
 	"github.com/seed/vllm-datasource/pkg/vllm"
 )
 
@@ -45,7 +46,7 @@ var diagnosisFormats = []diagnosisFormat{
 				return data.Frames{frames.FindingsOfOneInstance(res, n)}
 			}
 			res.Findings = sel.Keep(diag.Result.Findings)
-			return data.Frames{frames.Findings(res)}
+			return data.Frames{frames.Findings(res, diag.SLO)}
 		}},
 	{EnumValue: EnumValue{Value: string(FormatTimeline), Doc: "each instance's state over time, one row each; rule rows for one instance, named rules, ruleRows or allRules (every rule of every instance)"},
 		build: func(diag *Diagnosis, query DiagnosisQuery, _ diagnosis.Selection) data.Frames {
@@ -142,6 +143,9 @@ type Diagnosis struct {
 	Generation vllm.Generation
 	// Executed is the plan as fetched, for the frames' executedQueryString.
 	Executed string
+	// SLO is the misses of the settings' objectives over the range, split among the findings
+	// active when they happened: the findings' slo_misses and the slo query's attribution.
+	SLO []slo.AttributionRow
 	// answers are the frames already built from this evaluation.
 	answers *answers
 	// EvaluatedAt is when the evaluation ran; Shared says whether another query got it too.
@@ -193,5 +197,7 @@ func (d *Datasource) evaluate(ctx context.Context, p plan.Diagnosis) (*Diagnosis
 	if err != nil {
 		return nil, backend.PluginError(err)
 	}
-	return &Diagnosis{Result: result, Set: res.Set, Generation: res.Generation, Executed: p.Executed(res.Plan), answers: &answers{}, EvaluatedAt: time.Now()}, nil
+	return &Diagnosis{Result: result, Set: res.Set, Generation: res.Generation, Executed: p.Executed(res.Plan),
+		SLO:     slo.Attributions(p.Objectives, res.Set, p.From, result.Findings),
+		answers: &answers{}, EvaluatedAt: time.Now()}, nil
 }

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
@@ -18,6 +20,7 @@ import (
 const (
 	FormatSLOStatus      SLOFormat = "status"
 	FormatSLOAttribution SLOFormat = "attribution"
+	FormatSLOGoodput     SLOFormat = "goodput"
 )
 
 // sloFormat is one form of an slo query's answer.
@@ -31,6 +34,7 @@ type sloFormat struct {
 var sloFormats = []sloFormat{
 	{EnumValue: EnumValue{Value: string(FormatSLOStatus), Doc: "one row per objective, instance and model: attainment as an interval, the budget left over the objective's window, burn rates over 1 h and 6 h; a fleet row per objective and model"}},
 	{EnumValue: EnumValue{Value: string(FormatSLOAttribution), Doc: "one row per objective, instance and finding: the misses while the finding was active and their share of the instance's misses; rule none for the misses while no finding was"}, attribution: true},
+	{EnumValue: EnumValue{Value: string(FormatSLOGoodput), Doc: "per instance and model, then per model's fleet, the requests per second served (without abort or error) that met every objective of the model, bounded (goodput_low, goodput_high); objectives on itl are left out"}},
 }
 
 func handleSLO(ctx context.Context, d *Datasource, q backend.DataQuery, query SLOQuery) backend.DataResponse {
@@ -55,6 +59,9 @@ func handleSLO(ctx context.Context, d *Datasource, q backend.DataQuery, query SL
 			return errorResponse(err)
 		}
 	}
+	if format.Value == string(FormatSLOGoodput) {
+		return goodput(ctx, d, p)
+	}
 	if res, err = d.prom.FetchAll(ctx, p.Recent, p.Budget); err != nil {
 		return errorResponse(err)
 	}
@@ -62,9 +69,27 @@ func handleSLO(ctx context.Context, d *Datasource, q backend.DataQuery, query SL
 	executed := p.Executed(recent.Plan, budget.Plan)
 	notices := append(append([]string(nil), recent.Notices...), budget.Notices...)
 	if format.attribution {
-		rows := slo.Attributions(p.Objectives, recent.Set, p.From, diag.Result.Findings)
+		// The evaluation attributed every objective's misses (the findings' slo_misses): keep
+		// the query's.
+		var rows []slo.AttributionRow
+		for _, r := range diag.SLO {
+			if slices.ContainsFunc(p.Objectives, func(o slo.Objective) bool { return o.Name == r.Objective.Name }) {
+				rows = append(rows, r)
+			}
+		}
 		return backend.DataResponse{Frames: data.Frames{frames.SLOAttribution(rows, executed+"\n"+diag.Executed, notices)}}
 	}
 	rows := slo.Statuses(p.Objectives, recent.Set, budget.Set, p.From)
 	return backend.DataResponse{Frames: data.Frames{frames.SLOStatus(rows, executed, notices)}}
+}
+
+// goodput answers the goodput format from the objectives' events over the range alone.
+func goodput(ctx context.Context, d *Datasource, p plan.SLO) backend.DataResponse {
+	res, err := d.prom.FetchAll(ctx, p.Goodput())
+	if err != nil {
+		return errorResponse(err)
+	}
+	rows, leftOut := slo.Goodputs(p.Objectives, res[0].Set, p.From)
+	executed := fmt.Sprintf("Goodput from %s to %s.\n%s", p.From.UTC().Format(time.RFC3339), p.To.UTC().Format(time.RFC3339), res[0].Plan)
+	return backend.DataResponse{Frames: frames.SLOGoodput(rows, leftOut, executed, res[0].Notices)}
 }

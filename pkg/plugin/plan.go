@@ -8,7 +8,7 @@ import (
 
 // planSettings are the data source settings that query plans depend on.
 func (d *Datasource) planSettings() plan.Settings {
-	return plan.Settings{Metrics: d.prom.Config(), Thresholds: d.settings.Thresholds}
+	return plan.Settings{Metrics: d.prom.Config(), Thresholds: d.settings.Thresholds, Objectives: d.settings.SLOs}
 }
 
 // scopeOf is a query's range, Grafana's interval for it, and its filters, as plans read them.

@@ -2,7 +2,9 @@ package plugin
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,26 +47,144 @@ func TestFleetSLO(t *testing.T) {
 	prom := simPrometheus(t, res)
 	pc := pluginContext(prom.URL, map[string]any{"scrapeInterval": simScrape.String(), "slos": fleetSLOs})
 	from, to := res.Start, res.Start.Add(fleetRun)
-	query := func(format string) *data.Frame {
+	askAll := func(queryType, format string) data.Frames {
 		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 		defer cancel()
 		r, err := grpcPlugin(t).QueryData(ctx, &backend.QueryDataRequest{PluginContext: pc,
-			Queries: []backend.DataQuery{rangeQuery("S", from, to, map[string]any{"queryType": "slo", "format": format})}})
+			Queries: []backend.DataQuery{rangeQuery("S", from, to, map[string]any{"queryType": queryType, "format": format})}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		out := r.Responses["S"]
-		if out.Error != nil || len(out.Frames) != 1 {
-			t.Fatalf("slo %s: %v, %d frames", format, out.Error, len(out.Frames))
+		if out.Error != nil {
+			t.Fatalf("%s %s: %v", queryType, format, out.Error)
 		}
-		return out.Frames[0]
+		return out.Frames
 	}
+	ask := func(queryType, format string) *data.Frame {
+		fs := askAll(queryType, format)
+		if len(fs) != 1 {
+			t.Fatalf("%s %s: %d frames, want 1", queryType, format, len(fs))
+		}
+		return fs[0]
+	}
+	query := func(format string) *data.Frame { return ask("slo", format) }
 	t.Run("attainment holds the injected attainment", func(t *testing.T) {
 		fleetAttainment(t, query("status"), res, from, to)
 	})
 	t.Run("each faulty instance's misses go most to its fault's finding", func(t *testing.T) {
 		fleetAttribution(t, query("attribution"))
 	})
+	t.Run("the findings say the misses the attribution gave them", func(t *testing.T) {
+		findingsMisses(t, ask("diagnosis", "findings"), query("attribution"))
+	})
+	t.Run("goodput holds the injected goodput", func(t *testing.T) {
+		fleetGoodput(t, askAll("slo", "goodput"), res, from, to)
+	})
+}
+
+// injectedGoodput is how many of an instance's requests that ended in (from, to] were served
+// and met every fleet objective as the simulator injected them: finished without abort or
+// error, TTFT within 1 s (and so 2 s), and a time per output token after the first within
+// 25 ms (a request of one token has none to miss).
+func injectedGoodput(res *sim.Result, instance string, from, to time.Time) (good, all int) {
+	for _, sp := range res.Spans {
+		if sp.Instance != instance || !sp.End.After(from) || sp.End.After(to) {
+			continue
+		}
+		all++
+		served := sp.FinishReason != "abort" && sp.FinishReason != "error"
+		if served && sp.TTFT <= 1 && (sp.CompletionTokens <= 1 || sp.Decode/float64(sp.CompletionTokens-1) <= 0.025) {
+			good++
+		}
+	}
+	return good, all
+}
+
+// fleetGoodput: per instance, the requests the simulator says met every objective lie within
+// the goodput series' bounds added up over the range (± 1% of the instance's requests); each
+// model has a fleet series.
+func fleetGoodput(t *testing.T, fs data.Frames, res *sim.Result, from, to time.Time) {
+	instances, fleets := 0, 0
+	for _, f := range fs {
+		low, high := f.Fields[1], f.Fields[2]
+		instance := low.Labels["instance"]
+		if instance == slo.Fleet {
+			fleets++
+			continue
+		}
+		if f.Rows() < 2 {
+			t.Fatalf("%s: %d steps of goodput", instance, f.Rows())
+		}
+		// Each point is the requests per second of the step ending at it: the steps after the
+		// range's start.
+		step := f.Fields[0].At(1).(time.Time).Sub(f.Fields[0].At(0).(time.Time)).Seconds()
+		var sumLow, sumHigh float64
+		for i := range f.Rows() {
+			if l, h := low.At(i).(float64), high.At(i).(float64); !math.IsNaN(l) {
+				sumLow, sumHigh = sumLow+l*step, sumHigh+h*step
+			}
+		}
+		good, all := injectedGoodput(res, instance, from, to)
+		t.Logf("goodput %s: injected %d of %d requests, answer [%.0f, %.0f]", instance, good, all, sumLow, sumHigh)
+		tol := 0.01 * float64(all)
+		if float64(good) < sumLow-tol || float64(good) > sumHigh+tol {
+			t.Errorf("%s: %d requests met every objective, outside the answer [%.0f, %.0f] ± %.0f", instance, good, sumLow, sumHigh, tol)
+		}
+		instances++
+	}
+	if instances != fleetSize || fleets == 0 {
+		t.Errorf("%d instance series and %d fleet series, want %d and at least one", instances, fleets, fleetSize)
+	}
+}
+
+// findingsMisses: each finding's slo_misses says what the attribution gave it, objective by
+// objective, and the finding of each faulty instance's fault says it caused misses.
+func findingsMisses(t *testing.T, findings, attribution *data.Frame) {
+	type finding struct {
+		instance, rule string
+		from, to       time.Time
+	}
+	misses := map[finding]string{}
+	for i := range findings.Rows() {
+		from, _ := findings.Fields[0].ConcreteAt(i)
+		to, _ := findings.Fields[1].ConcreteAt(i)
+		misses[finding{cellString(findings, "instance", i), cellString(findings, "rule", i), from.(time.Time), to.(time.Time)}] = cellString(findings, "slo_misses", i)
+	}
+	ruled := 0
+	for i := range attribution.Rows() {
+		rule := cellString(attribution, "rule", i)
+		if rule == slo.NoFinding {
+			continue
+		}
+		fromField, _ := attribution.FieldByName("from")
+		toField, _ := attribution.FieldByName("to")
+		start, end := fromField.At(i).(*time.Time), toField.At(i).(*time.Time)
+		k := finding{cellString(attribution, "instance", i), rule, *start, *end}
+		got, ok := misses[k]
+		if !ok {
+			t.Errorf("the attribution's %+v is no finding", k)
+			continue
+		}
+		ruled++
+		want := fmt.Sprintf("%s %.0f (%.0f%%)", cellString(attribution, "slo", i), cellFloat(attribution, "bad", i), 100*cellFloat(attribution, "share", i))
+		if !strings.Contains(got, want) {
+			t.Errorf("%s on %s: slo_misses %q does not say %q", rule, k.instance, got, want)
+		}
+	}
+	caused := 0
+	for instance, rule := range sim.FleetFaulty(fleetSize) {
+		for k, m := range misses {
+			if k.instance == instance && k.rule == rule && m != "" {
+				caused++
+				t.Logf("%s on %s: %s", rule, instance, m)
+				break
+			}
+		}
+	}
+	if ruled == 0 || caused < 4 {
+		t.Errorf("%d attribution rows of a finding, %d faulty instances whose fault's finding caused misses; want some, and at least 4", ruled, caused)
+	}
 }
 
 // injectedAttainment is the share of an instance's requests whose TTFT, as the simulator

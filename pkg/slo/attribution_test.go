@@ -74,3 +74,66 @@ func TestAttributeReadsOnlyTheRange(t *testing.T) {
 		t.Errorf("rows %+v, want the 30 misses of the last step alone", got)
 	}
 }
+
+func TestMissesOf(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	t1, t2 := t0.Add(10*time.Minute), t0.Add(20*time.Minute)
+	ttft, up := Objective{Name: "ttft-1s"}, Objective{Name: "up"}
+	a, b := series.Key{Instance: "vllm-a", Model: "m"}, series.Key{Instance: "vllm-a", Model: "n"}
+	row := func(o Objective, k series.Key, rule string, from, to time.Time, bad, share float64) AttributionRow {
+		return AttributionRow{Objective: o, Key: k, Share: Share{Rule: rule, From: from, To: to, Bad: bad, Share: share}}
+	}
+	rows := []AttributionRow{
+		row(ttft, a, "kv_cache_saturated", t0, t1, 30, 0.6),
+		row(ttft, a, NoFinding, time.Time{}, time.Time{}, 20, 0.4),
+		row(ttft, b, "engine_stalled", t1, t2, 10, 0.5),
+		row(up, a, "kv_cache_saturated", t0, t1, 2, 1),
+		row(up, a, "kv_cache_saturated", t1, t2, 4, 1),
+		row(up, b, "engine_stalled", t1, t2, 3, 0.25),
+		row(ttft, series.Key{Instance: "vllm-b", Model: "m"}, "kv_cache_saturated", t0, t1, 99, 1),
+	}
+	for _, c := range []struct {
+		name    string
+		finding diagnosis.Finding
+		want    []Miss
+	}{
+		{"each objective's misses of the finding, on its key only",
+			diagnosis.Finding{Rule: "kv_cache_saturated", Key: a, Start: t0, End: t1},
+			[]Miss{{"ttft-1s", 30, 0.6}, {"up", 2, 1}}},
+		{"another interval of the same rule is another finding",
+			diagnosis.Finding{Rule: "kv_cache_saturated", Key: a, Start: t1, End: t2},
+			[]Miss{{"up", 4, 1}}},
+		{"an instance-wide finding adds up its models, its share of their misses",
+			diagnosis.Finding{Rule: "engine_stalled", Key: series.Key{Instance: "vllm-a"}, Start: t1, End: t2},
+			[]Miss{{"ttft-1s", 10, 0.5}, {"up", 3, 0.25}}},
+		{"a finding with no misses has none",
+			diagnosis.Finding{Rule: "prefix_cache_miss", Key: a, Start: t0, End: t2}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := MissesOf(rows, c.finding)
+			if len(got) != len(c.want) {
+				t.Fatalf("%+v, want %+v", got, c.want)
+			}
+			for i, w := range c.want {
+				if got[i].Objective != w.Objective || !same(got[i].Bad, w.Bad) || !same(got[i].Share, w.Share) {
+					t.Errorf("%d: %+v, want %+v", i, got[i], w)
+				}
+			}
+		})
+	}
+}
+
+func TestMissesOfAddsModelsShares(t *testing.T) {
+	o := Objective{Name: "ttft-1s"}
+	from, to := time.Unix(0, 0), time.Unix(600, 0)
+	f := diagnosis.Finding{Rule: "engine_stalled", Key: series.Key{Instance: "vllm-a"}, Start: from, End: to}
+	// 10 of model m's 20 misses and 30 of model n's 40: 40 of 60.
+	rows := []AttributionRow{
+		{Objective: o, Key: series.Key{Instance: "vllm-a", Model: "m"}, Share: Share{Rule: f.Rule, From: from, To: to, Bad: 10, Share: 0.5}},
+		{Objective: o, Key: series.Key{Instance: "vllm-a", Model: "n"}, Share: Share{Rule: f.Rule, From: from, To: to, Bad: 30, Share: 0.75}},
+	}
+	got := MissesOf(rows, f)
+	if len(got) != 1 || !same(got[0].Bad, 40) || !same(got[0].Share, 40.0/60) {
+		t.Errorf("%+v, want 40 misses, 2/3 of the models' 60", got)
+	}
+}

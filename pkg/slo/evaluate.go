@@ -137,3 +137,33 @@ func Attributions(objectives []Objective, recent *series.Set, from time.Time, fi
 	}
 	return out
 }
+
+// Miss is one objective's misses attributed to a finding, and their share of all the misses of
+// the finding's key over the range.
+type Miss struct {
+	Objective  string
+	Bad, Share float64
+}
+
+// MissesOf are the misses each objective's attribution (Attributions) gave a finding, in the
+// order of the rows. An instance-wide finding (no model) adds up its rows of each model, its
+// share then being of the models' misses added up. None when no objective missed while it
+// was active.
+func MissesOf(rows []AttributionRow, f diagnosis.Finding) []Miss {
+	var out []Miss
+	for _, r := range rows {
+		if r.Rule != f.Rule || !r.From.Equal(f.Start) || !r.To.Equal(f.End) || r.Key.Instance != f.Key.Instance ||
+			(f.Key.Model != "" && r.Key.Model != f.Key.Model) {
+			continue
+		}
+		if n := len(out); n > 0 && out[n-1].Objective == r.Objective.Name {
+			prev := &out[n-1]
+			all := prev.Bad/prev.Share + r.Bad/r.Share.Share
+			prev.Bad += r.Bad
+			prev.Share = prev.Bad / all
+			continue
+		}
+		out = append(out, Miss{Objective: r.Objective.Name, Bad: r.Bad, Share: r.Share.Share})
+	}
+	return out
+}

@@ -2,6 +2,8 @@ package slo
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -72,36 +74,33 @@ func quoteJSON(s string) string {
 	return string(b)
 }
 
+// TestParseNamesTheBadValue reads the table of bad objectives the config page's validation
+// (src/slo.ts) is tested with too, so that the two cannot drift apart.
 func TestParseNamesTheBadValue(t *testing.T) {
-	const ok = `"name": "x", "indicator": "ttft", "threshold": 2, "objective": 0.99, "window": "28d"`
-	for _, c := range []struct {
-		name string
-		raw  string
-		says []string
-	}{
-		{"not a list", `{"name": "x"}`, []string{"slos", "not a list"}},
-		{"objective not an object", `[3]`, []string{"slos[0]", "not an objective"}},
-		{"threshold a string", `[{"name": "x", "indicator": "ttft", "threshold": "2s", "objective": 0.99, "window": "28d"}]`, []string{"slos[0]", "not an objective"}},
-		{"empty name", `[{"name": "", "indicator": "ttft", "threshold": 2, "objective": 0.99, "window": "28d"}]`, []string{"slos[0]", "name is empty"}},
-		{"unknown indicator", `[{"name": "x", "indicator": "latency", "threshold": 2, "objective": 0.99, "window": "28d"}]`, []string{`"x"`, `indicator "latency"`, "ttft, tpot, itl, e2e, availability"}},
-		{"threshold zero", `[{"name": "x", "indicator": "ttft", "threshold": 0, "objective": 0.99, "window": "28d"}]`, []string{"threshold 0", "positive number of seconds"}},
-		{"threshold negative", `[{"name": "x", "indicator": "e2e", "threshold": -1, "objective": 0.99, "window": "28d"}]`, []string{"threshold -1", "positive"}},
-		{"threshold on availability", `[{"name": "x", "indicator": "availability", "threshold": 2, "objective": 0.99, "window": "28d"}]`, []string{"threshold 2", "availability"}},
-		{"objective zero", `[{"name": "x", "indicator": "ttft", "threshold": 2, "objective": 0, "window": "28d"}]`, []string{"objective 0", "between 0 and 1"}},
-		{"objective one", `[{"name": "x", "indicator": "ttft", "threshold": 2, "objective": 1, "window": "28d"}]`, []string{"objective 1", "between 0 and 1"}},
-		{"objective a percentage", `[{"name": "x", "indicator": "ttft", "threshold": 2, "objective": 99, "window": "28d"}]`, []string{"objective 99", "such as 0.99"}},
-		{"window not a duration", `[{"name": "x", "indicator": "ttft", "threshold": 2, "objective": 0.99, "window": "a month"}]`, []string{`window "a month"`, "28d"}},
-		{"window missing", `[{"name": "x", "indicator": "ttft", "threshold": 2, "objective": 0.99}]`, []string{`window ""`, "duration"}},
-		{"model not a regular expression", `[{"name": "x", "indicator": "ttft", "threshold": 2, "objective": 0.99, "window": "28d", "model": "llama-("}]`, []string{`model "llama-("`, "regular expression"}},
-		{"second objective bad", `[{` + ok + `}, {"name": "y", "indicator": "tpot", "threshold": 0.05, "objective": 2, "window": "7d"}]`, []string{"slos[1]", `"y"`, "objective 2"}},
-		{"duplicate name", `[{` + ok + `}, {` + ok + `}]`, []string{"slos[1]", "used by an earlier objective"}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := Parse(json.RawMessage(c.raw))
+	raw, err := os.ReadFile(filepath.Join("testdata", "bad-objectives.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table struct {
+		Cases []struct {
+			Name string          `json:"name"`
+			SLOs json.RawMessage `json:"slos"`
+			Says []string        `json:"says"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal(raw, &table); err != nil {
+		t.Fatal(err)
+	}
+	if len(table.Cases) == 0 {
+		t.Fatal("no cases in testdata/bad-objectives.json")
+	}
+	for _, c := range table.Cases {
+		t.Run(c.Name, func(t *testing.T) {
+			_, err := Parse(c.SLOs)
 			if err == nil {
 				t.Fatal("no error")
 			}
-			for _, s := range c.says {
+			for _, s := range c.Says {
 				if !strings.Contains(err.Error(), s) {
 					t.Errorf("%q does not say %q", err, s)
 				}

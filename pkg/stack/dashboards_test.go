@@ -14,6 +14,7 @@ import (
 	"github.com/seed/vllm-datasource/pkg/plugin"
 	"github.com/seed/vllm-datasource/pkg/series"
 	"github.com/seed/vllm-datasource/pkg/signals"
+	"github.com/seed/vllm-datasource/pkg/slo"
 )
 
 // minSchemaVersion is the dashboard schema of Grafana 12.0, the oldest Grafana the plugin
@@ -185,6 +186,21 @@ func checkQuery(q plugin.Query) string {
 	case plugin.VerdictQuery:
 		if q.BaselineFrom == "" || q.BaselineTo == "" {
 			return "has no baseline window"
+		}
+	case plugin.SLOQuery:
+		// The dashboards are written for the provisioned objectives.
+		raw, err := ProvisionedSLOs("vllm")
+		if err != nil {
+			return err.Error()
+		}
+		objectives, err := slo.Parse(raw)
+		if err != nil {
+			return err.Error()
+		}
+		for _, name := range q.SLOs {
+			if !slices.ContainsFunc(objectives, func(o slo.Objective) bool { return o.Name == name }) {
+				return fmt.Sprintf("names objective %q, which the provisioned data source lacks", name)
+			}
 		}
 	}
 	return ""

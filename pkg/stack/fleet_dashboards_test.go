@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/url"
 	"slices"
@@ -114,6 +115,60 @@ func TestFleetDashboardsOpenOnTheFleetTable(t *testing.T) {
 		if q.Instance != "$instance" || q.Model != "$model" {
 			t.Errorf("%s: the fleet table does not follow the instance and model variables", file)
 		}
+	}
+}
+
+// sloTableHeight is the height of the SLOs row's tables: a header and six lines, such as two
+// objectives on two instances and their fleet lines.
+const sloTableHeight = 8
+
+// Each fleet dashboard has an SLOs row: full-width tables of the objectives' status and of the
+// findings that spent their budget, each following the instance and model variables.
+func TestFleetDashboardsHaveAnSLOsRow(t *testing.T) {
+	for _, file := range fleetDashboards {
+		t.Run(file, func(t *testing.T) {
+			d := loadFleetDashboard(t, file)
+			rowY := -1
+			for _, p := range d.Panels {
+				if p.Type == "row" && p.Title == "SLOs" {
+					rowY = p.GridPos.Y
+				}
+			}
+			if rowY < 0 {
+				t.Fatal("no SLOs row")
+			}
+			next := -1 // the next row's y, -1 when the SLOs row is the last
+			for _, p := range d.Panels {
+				if p.Type == "row" && p.GridPos.Y > rowY && (next < 0 || p.GridPos.Y < next) {
+					next = p.GridPos.Y
+				}
+			}
+			formats := map[plugin.SLOFormat]bool{}
+			for _, p := range d.Panels {
+				if p.Type == "row" || p.GridPos.Y <= rowY || (next >= 0 && p.GridPos.Y >= next) {
+					continue
+				}
+				for _, q := range p.queries(t) {
+					sq, ok := q.(plugin.SLOQuery)
+					if !ok {
+						t.Errorf("%q in the SLOs row asks a %s query", p.Title, q.QueryType())
+						continue
+					}
+					formats[cmp.Or(sq.Format, plugin.FormatSLOStatus)] = true
+					if sq.Instance != "$instance" || sq.Model != "$model" {
+						t.Errorf("%q: instance %q, model %q; want $instance, $model", p.Title, sq.Instance, sq.Model)
+					}
+				}
+				if p.Type != "table" || p.GridPos.W != 24 || p.GridPos.H < sloTableHeight {
+					t.Errorf("%q is a %s %dx%d, want a full-width table at least %d high", p.Title, p.Type, p.GridPos.W, p.GridPos.H, sloTableHeight)
+				}
+			}
+			for _, f := range []plugin.SLOFormat{plugin.FormatSLOStatus, plugin.FormatSLOAttribution} {
+				if !formats[f] {
+					t.Errorf("the SLOs row has no %s table", f)
+				}
+			}
+		})
 	}
 }
 

@@ -93,6 +93,7 @@ describe('ConfigEditor: sections', () => {
       'vLLM metrics',
       'Traces',
       'Rule thresholds',
+      'Service-level objectives',
     ]) {
       expect(screen.getByRole('heading', { name: heading })).toBeInTheDocument();
     }
@@ -342,4 +343,22 @@ it('never puts a typed secret into the settings that Grafana shows back', async 
   await user.type(screen.getByTestId(ids.tracesBasicAuthPassword), 'hunter2');
   await waitFor(() => expect(last()?.secureJsonData?.tracesBasicAuthPassword).toBe('hunter2'));
   expect(last()?.jsonData).not.toHaveProperty('tracesBasicAuthPassword');
+});
+
+describe('ConfigEditor: service-level objectives', () => {
+  it('saves an added objective in jsonData.slos, next to the other settings', async () => {
+    const { user, last } = await setup(settings({ scrapeInterval: '30s' }));
+    await user.click(screen.getByTestId(ids.sloAdd));
+    expect(last()?.jsonData).toEqual({
+      scrapeInterval: '30s',
+      slos: [{ name: 'objective-1', indicator: 'ttft', threshold: 2, objective: 0.99, window: '28d' }],
+    });
+  });
+
+  it('removing the last objective removes the setting', async () => {
+    const slos = [{ name: 'up', indicator: 'availability' as const, objective: 0.999, window: '7d' }];
+    const { user, last } = await setup(settings({ slos }));
+    await user.click(screen.getByTestId(ids.sloRemove(0)));
+    expect(last()?.jsonData).toEqual({});
+  });
 });

@@ -36,6 +36,7 @@ import {
 } from '../types';
 import { parseNumber, validateDuration, validateHttpUrl } from '../validation';
 import { ResourceNotice } from './ResourceNotice';
+import { SLOEditor } from './SLOEditor';
 import { useResource } from './useResource';
 import { ValidatedInput } from './ValidatedInput';
 
@@ -335,6 +336,19 @@ export function ConfigEditor({ options, onOptionsChange }: Props) {
           thresholds={jsonData.thresholds ?? {}}
           onChange={(t) => setJson('thresholds', t)}
         />
+      </ConfigSection>
+      <Divider />
+
+      <ConfigSection
+        title="Service-level objectives"
+        description={
+          <>
+            What the slo queries measure: the share of requests within a latency threshold, or finished without abort or
+            error, over an error budget&apos;s window. <DocsLink href={DOCS.settings}>Settings</DocsLink>
+          </>
+        }
+      >
+        <SLOEditor slos={jsonData.slos} onChange={(slos) => setJson('slos', slos)} />
       </ConfigSection>
     </>
   );

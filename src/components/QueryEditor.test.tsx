@@ -292,6 +292,12 @@ describe('QueryEditor: slo', () => {
     expect(lastQuery()).toMatchObject({ format: 'attribution' });
   });
 
+  it('switches to the goodput format', async () => {
+    const { user, lastQuery } = setup({ queryType: 'slo' });
+    await user.click(within(screen.getByTestId(ids.sloFormat)).getByText('Goodput'));
+    expect(lastQuery()).toMatchObject({ format: 'goodput' });
+  });
+
   it("offers the objectives of the data source's settings", async () => {
     const { user, lastQuery } = setup({ queryType: 'slo' });
     await chooseOption(user, ids.slos, 'up');
