@@ -94,6 +94,8 @@ type env struct {
 	// found memoises the key's series by signal: a rule reads a handful of them at every step,
 	// and a linear scan of those beats the set's two map lookups.
 	found []*series.Series
+	// ttft is the tightest TTFT objective of the key's model (zero when none).
+	ttft TTFTObjective
 }
 
 // get returns the key's series of a signal, or nil.

@@ -52,6 +52,29 @@ type Options struct {
 	// Findings and notices keep the evaluation's resolution. Zero reports on the set's grid from
 	// EvalFrom.
 	Report series.Grid
+	// TTFTObjectives are the time-to-first-token objectives of the data source's settings: the
+	// tightest that applies to an instance's model sizes the admission control past_the_knee
+	// advises.
+	TTFTObjectives []TTFTObjective
+}
+
+// TTFTObjective is a time-to-first-token objective: its name, its threshold and the models it
+// applies to.
+type TTFTObjective struct {
+	Name    string
+	Seconds float64
+	Applies func(model string) bool
+}
+
+// tightestTTFT is the objective with the lowest threshold that applies to model; zero when none.
+func tightestTTFT(objectives []TTFTObjective, model string) TTFTObjective {
+	var best TTFTObjective
+	for _, o := range objectives {
+		if o.Applies(model) && (best.Seconds == 0 || o.Seconds < best.Seconds) {
+			best = o
+		}
+	}
+	return best
 }
 
 // Defaults of Options.
@@ -185,7 +208,8 @@ func Evaluate(set *series.Set, opts Options) (Result, error) {
 		for ri := range rules {
 			r := &rules[ri]
 			e := &env{set: set, key: key, rule: r, minRequests: float64(opts.MinRequests),
-				baseSteps: baseSteps, baseLabel: duration(opts.Baseline), baselines: baselines, anchor: -1}
+				baseSteps: baseSteps, baseLabel: duration(opts.Baseline), baselines: baselines, anchor: -1,
+				ttft: tightestTTFT(opts.TTFTObjectives, key.Model)}
 			states, outs, spans := evaluateRule(e, g)
 			if fold {
 				tl.Rules = append(tl.Rules, RuleStates{Rule: r.ID, States: foldStates(states, g, opts.Report)})

@@ -221,6 +221,10 @@ func TestInstancesNeeded(t *testing.T) {
 		// 6/s finished + 3/s queue growth = 9/s arrivals; ⌈9 / 4⌉ = 3 instances, 2 more.
 		{"add two", KneeInput{Finished: 6, QueueGrowth: 3, Held: 4, HeldWhere: "this instance", PromptTPS: 12345.4}, 3,
 			[]string{"= 9/s", "raise instances serving this traffic from 1 to 3", "add 2 instance", "--max-num-queued-tokens ≈ your TTFT objective in seconds × 12345 prompt tokens/s"}},
+		// With the settings' TTFT objective of 1.5 s: 1.5 × 12345.4 = 18518 queued tokens.
+		{"admission sized by the TTFT objective", KneeInput{Finished: 6, QueueGrowth: 3, Held: 4, HeldWhere: "this instance", PromptTPS: 12345.4,
+			TTFT: TTFTObjective{Name: "ttft-1.5s", Seconds: 1.5}}, 3,
+			[]string{"--max-num-queued-tokens 18518 (objective ttft-1.5s's 1.5 s × 12345 prompt tokens/s"}},
 		// 3/s, no queue growth known: ⌈3 / 4⌉ = 1, yet the finding holds: one more, never 0.
 		{"at least one more", KneeInput{Finished: 3, QueueGrowth: math.NaN(), Held: 4}, 2, []string{"⌈3 / 4⌉ = 1, at least 2 while the queue grows", "add 1 instance"}},
 		{"no healthy step in the range", KneeInput{Finished: 6, QueueGrowth: 3, Held: 0}, math.NaN(), []string{"widen the range"}},
@@ -413,5 +417,24 @@ func TestBudgetAdviceReadsTheStepsBucket(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestTightestTTFT(t *testing.T) {
+	every := func(string) bool { return true }
+	llama := func(m string) bool { return strings.HasPrefix(m, "llama") }
+	objectives := []TTFTObjective{{"ttft-2s", 2, every}, {"llama-1s", 1, llama}, {"ttft-3s", 3, every}}
+	for _, c := range []struct {
+		model, want string
+	}{
+		{"llama-3", "llama-1s"},
+		{"qwen", "ttft-2s"},
+	} {
+		if got := tightestTTFT(objectives, c.model); got.Name != c.want {
+			t.Errorf("%s: %q, want %q", c.model, got.Name, c.want)
+		}
+	}
+	if got := tightestTTFT(nil, "qwen"); got.Seconds != 0 {
+		t.Errorf("without objectives: %+v, want none", got)
 	}
 }

@@ -177,6 +177,8 @@ type KneeInput struct {
 	HeldWhere             string
 	// PromptTPS is the prompt tokens the instance prefilled per second over the finding.
 	PromptTPS float64
+	// TTFT is the tightest TTFT objective of the model, zero when the settings have none.
+	TTFT TTFTObjective
 }
 
 // InstancesNeeded is how many instances carry this instance's traffic: arrivals (finished
@@ -184,7 +186,8 @@ type KneeInput struct {
 // queue's peak) over the rate one instance held without a queue, rounded up, and at least two
 // while the finding holds: its queue grew, so this instance alone does not carry the load. Until
 // then, vLLM's admission control (0.29 or later) can turn the excess away: its queued-tokens cap
-// is the TTFT objective times the prefill throughput, which the advice states per second.
+// is the TTFT objective times the prefill throughput: the cap itself when the settings have a
+// TTFT objective for the model, else the throughput to multiply by one's own.
 func InstancesNeeded(in KneeInput) Recommendation {
 	const flag = "instances serving this traffic"
 	if math.IsNaN(in.Finished) {
@@ -205,7 +208,11 @@ func InstancesNeeded(in KneeInput) Recommendation {
 		floorNote = ", at least 2 while the queue grows"
 	}
 	admission := ""
-	if in.PromptTPS > 0 {
+	switch {
+	case in.PromptTPS > 0 && in.TTFT.Seconds > 0:
+		admission = fmt.Sprintf("; meanwhile, on vLLM 0.29 or later, --max-num-queued-tokens %s (objective %s's %s s × %s prompt tokens/s, this instance's prefill throughput; the cap is server-wide) answers the excess with 503 instead of queueing it past the objective",
+			whole(math.Round(in.TTFT.Seconds*in.PromptTPS)), in.TTFT.Name, num(in.TTFT.Seconds), whole(math.Round(in.PromptTPS)))
+	case in.PromptTPS > 0:
 		admission = fmt.Sprintf("; meanwhile, on vLLM 0.29 or later, --max-num-queued-tokens ≈ your TTFT objective in seconds × %s prompt tokens/s (this instance's prefill throughput; the cap is server-wide) answers the excess with 503 instead of queueing it", whole(math.Round(in.PromptTPS)))
 	}
 	return Recommendation{Flag: flag, Value: need, Current: Exact(1), CurrentSource: "this instance", Change: Raise,
@@ -224,7 +231,7 @@ func instancesNeeded(e *env, sp span) Recommendation {
 			top, peak = i, w
 		}
 	}
-	in := KneeInput{Finished: e.meanOver(series.RequestRate, sp.start, top), QueueGrowth: math.NaN(), PromptTPS: e.meanOver(series.PromptTPS, sp.start, sp.end)}
+	in := KneeInput{Finished: e.meanOver(series.RequestRate, sp.start, top), QueueGrowth: math.NaN(), PromptTPS: e.meanOver(series.PromptTPS, sp.start, sp.end), TTFT: e.ttft}
 	if dur := g.Time(top).Sub(g.Time(sp.start)).Seconds(); dur > 0 {
 		in.QueueGrowth = (peak - e.at(series.Waiting, sp.start)) / dur
 	}

@@ -62,7 +62,7 @@ func NewDiagnosis(s Settings, sc Scope, rules []string, extra []series.Signal) (
 	}
 	from, to := sc.From.Truncate(step), sc.To.Truncate(step)
 	opts := diagnosis.Options{Rules: rules, Thresholds: s.Thresholds, EvalFrom: from,
-		Report: series.NewGrid(from, to, step)}
+		Report: series.NewGrid(from, to, step), TTFTObjectives: ttftObjectives(s.Objectives)}
 	lookback, err := diagnosis.Lookback(opts)
 	if err != nil {
 		return Diagnosis{}, backend.PluginError(err)
@@ -100,3 +100,15 @@ func (p Diagnosis) Executed(fetched *signals.Plan) string {
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// ttftObjectives are the TTFT objectives among the settings' objectives, as the diagnosis reads
+// them.
+func ttftObjectives(objectives []slo.Objective) []diagnosis.TTFTObjective {
+	var out []diagnosis.TTFTObjective
+	for _, o := range objectives {
+		if o.Indicator == slo.TTFT {
+			out = append(out, diagnosis.TTFTObjective{Name: o.Name, Seconds: o.Threshold, Applies: o.Matches})
+		}
+	}
+	return out
+}

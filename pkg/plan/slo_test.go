@@ -159,3 +159,21 @@ func TestSLOGoodputRequest(t *testing.T) {
 		t.Errorf("goodput request from %s, signals %v, histograms %v; want from %s, %v and the TTFT histogram", r.Start, r.Signals, r.Histograms, p.From, plan.AvailabilitySignals)
 	}
 }
+
+// The diagnosis is given the settings' TTFT objectives (past_the_knee sizes admission control
+// from them), and no other indicator's.
+func TestDiagnosisPlanGivesTheTTFTObjectives(t *testing.T) {
+	sc := plan.Scope{From: t0, To: t0.Add(time.Hour), Interval: time.Minute}
+	s := settings
+	s.Objectives = objectives(t, `[
+		{"name": "ttft-1s", "indicator": "ttft", "threshold": 1, "objective": 0.99, "window": "28d", "model": "llama-.*"},
+		{"name": "e2e-30s", "indicator": "e2e", "threshold": 30, "objective": 0.99, "window": "7d"}]`)
+	p, err := plan.NewDiagnosis(s, sc, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := p.Options.TTFTObjectives
+	if len(got) != 1 || got[0].Name != "ttft-1s" || got[0].Seconds != 1 || !got[0].Applies("llama-3") || got[0].Applies("qwen") {
+		t.Errorf("TTFT objectives %+v, want ttft-1s of 1 s for llama models only", got)
+	}
+}
