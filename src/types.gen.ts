@@ -26,7 +26,8 @@ export const QUERY_TYPES: readonly QueryType[] = ['signals', 'diagnosis', 'reque
  * - `timeline`: each instance's state over time, one row each; rule rows for one instance, named rules, ruleRows or
  *   allRules (every rule of every instance)
  * - `alert`: one series per rule and instance, 1 while its condition holds, for alert rules
- * - `fleet`: one line per instance and model, worst first: its headline finding or healthy
+ * - `fleet`: one line per instance and model, worst first: its headline finding or healthy; with objectives in the
+ *   settings, the one it is closest to breaking, its attainment and budget left
  * - `recommendation`: the recommended value per rule and instance while a finding holds, for alert summaries
  */
 export type DiagnosisFormat = 'findings' | 'timeline' | 'alert' | 'fleet' | 'recommendation';

@@ -9,6 +9,7 @@ import (
 
 	"github.com/seed/vllm-datasource/pkg/diagnosis"
 	"github.com/seed/vllm-datasource/pkg/series"
+	"github.com/seed/vllm-datasource/pkg/slo"
 )
 
 // FleetNumber is one of the fleet table's backing numbers: a signal reduced over the range to
@@ -47,9 +48,11 @@ const Healthy = "healthy"
 // why" — its headline finding (title, rule, severity, since when, still active) or "healthy"
 // with severity ok, and the FleetNumbers over the evaluated range; worst first (critical,
 // warning, info, ok; active before ended; then by instance). The severity field carries value
-// mappings with the severity colours. Absent numbers are null. The notices of the evaluation
-// go on the frame.
-func Fleet(res diagnosis.Result, set *series.Set) *data.Frame {
+// mappings with the severity colours. Absent numbers are null. With objectives (worst, by key:
+// slo.WorstByKey; nil without), the objective each instance is closest to breaking follows,
+// with the lower bounds of its attainment over the range and of its budget left. The notices
+// of the evaluation, and sloNotices, go on the frame.
+func Fleet(res diagnosis.Result, set *series.Set, worst map[series.Key]slo.Row, sloNotices []string) *data.Frame {
 	headline := map[series.Key]*diagnosis.Finding{}
 	for i := range res.Findings {
 		if f := &res.Findings[i]; f.Headline {
@@ -132,9 +135,34 @@ func Fleet(res diagnosis.Result, set *series.Set) *data.Frame {
 		f.Config = &data.FieldConfig{DisplayName: num.Label, Unit: num.Unit}
 		frame.Fields = append(frame.Fields, f)
 	}
+	if worst != nil {
+		keys := make([]series.Key, n)
+		for i, l := range lines {
+			keys[i] = l.key
+		}
+		frame.Fields = append(frame.Fields, worstObjective(keys, worst)...)
+	}
 	frame.Fields = append(frame.Fields, data.NewField("action", nil, action))
-	frame.Meta = &data.FrameMeta{PreferredVisualization: data.VisTypeTable, Notices: notices(res.Notices, nil, "")}
+	frame.Meta = &data.FrameMeta{PreferredVisualization: data.VisTypeTable, Notices: append(notices(res.Notices, nil, ""), warnings(sloNotices)...)}
 	return frame
+}
+
+// worstObjective are the fleet table's objective columns, row by row: the objective each key is
+// closest to breaking, its attainment and its budget left (lower bounds; null without one).
+func worstObjective(keys []series.Key, worst map[series.Key]slo.Row) []*data.Field {
+	name := make([]string, len(keys))
+	attainment, budget := make([]*float64, len(keys)), make([]*float64, len(keys))
+	for i, k := range keys {
+		if r, ok := worst[k]; ok {
+			name[i] = r.Objective.Name
+			attainment[i], budget[i] = optFloat(r.Status.Attainment.Low), optFloat(r.Status.Budget.Low)
+		}
+	}
+	fields := []*data.Field{data.NewField("slo", nil, name), data.NewField("slo_attainment", nil, attainment), data.NewField("slo_budget_left", nil, budget)}
+	fields[0].Config = &data.FieldConfig{DisplayName: "Worst objective"}
+	fields[1].Config = &data.FieldConfig{DisplayName: "Attainment (at least)", Unit: "percentunit"}
+	fields[2].Config = &data.FieldConfig{DisplayName: "Budget left (at least)", Unit: "percentunit"}
+	return fields
 }
 
 func severityMappings() data.ValueMappings {

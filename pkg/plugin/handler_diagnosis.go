@@ -9,6 +9,7 @@ import (
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/seed/vllm-datasource/pkg/diagnosis"
 	"github.com/seed/vllm-datasource/pkg/frames"
@@ -32,15 +33,25 @@ type diagnosisFormat struct {
 	EnumValue
 	// extra are signals the format shows beside what the rules read.
 	extra func() []series.Signal
-	// build writes the format's frames from an evaluation.
-	build func(diag *Diagnosis, query DiagnosisQuery, sel diagnosis.Selection) data.Frames
+	// objectives says whether the format shows the objectives' status beside the evaluation.
+	objectives bool
+	// build writes the format's frames from an evaluation (and, for a format with objectives,
+	// their status).
+	build func(diag *Diagnosis, query DiagnosisQuery, sel diagnosis.Selection, st objectivesStatus) data.Frames
+}
+
+// objectivesStatus is the objective each instance is closest to breaking (nil without
+// objectives), and why it could not be read.
+type objectivesStatus struct {
+	worst   map[series.Key]slo.Row
+	notices []string
 }
 
 // diagnosisFormats are the formats of a diagnosis query (FormatFindings when it names none): a
 // new format is one entry here.
 var diagnosisFormats = []diagnosisFormat{
 	{EnumValue: EnumValue{Value: string(FormatFindings), Doc: "the findings table, also usable as annotations (headlineOnly, severities and oneInstance select)"},
-		build: func(diag *Diagnosis, query DiagnosisQuery, sel diagnosis.Selection) data.Frames {
+		build: func(diag *Diagnosis, query DiagnosisQuery, sel diagnosis.Selection, _ objectivesStatus) data.Frames {
 			res := diag.Result
 			if n := len(diag.Result.Instances()); query.OneInstance && n > 1 {
 				return data.Frames{frames.FindingsOfOneInstance(res, n)}
@@ -49,20 +60,20 @@ var diagnosisFormats = []diagnosisFormat{
 			return data.Frames{frames.Findings(res, diag.SLO)}
 		}},
 	{EnumValue: EnumValue{Value: string(FormatTimeline), Doc: "each instance's state over time, one row each; rule rows for one instance, named rules, ruleRows or allRules (every rule of every instance)"},
-		build: func(diag *Diagnosis, query DiagnosisQuery, _ diagnosis.Selection) data.Frames {
+		build: func(diag *Diagnosis, query DiagnosisQuery, _ diagnosis.Selection, _ objectivesStatus) data.Frames {
 			return frames.Timeline(diag.Result, timelineRows(query))
 		}},
 	{EnumValue: EnumValue{Value: string(FormatAlert), Doc: "one series per rule and instance, 1 while its condition holds, for alert rules"},
-		build: func(diag *Diagnosis, _ DiagnosisQuery, _ diagnosis.Selection) data.Frames {
+		build: func(diag *Diagnosis, _ DiagnosisQuery, _ diagnosis.Selection, _ objectivesStatus) data.Frames {
 			return frames.AlertSeries(diag.Result)
 		}},
-	{EnumValue: EnumValue{Value: string(FormatFleet), Doc: "one line per instance and model, worst first: its headline finding or healthy"},
-		extra: frames.FleetSignals,
-		build: func(diag *Diagnosis, _ DiagnosisQuery, _ diagnosis.Selection) data.Frames {
-			return data.Frames{frames.Fleet(diag.Result, diag.Set)}
+	{EnumValue: EnumValue{Value: string(FormatFleet), Doc: "one line per instance and model, worst first: its headline finding or healthy; with objectives in the settings, the one it is closest to breaking, its attainment and budget left"},
+		extra: frames.FleetSignals, objectives: true,
+		build: func(diag *Diagnosis, _ DiagnosisQuery, _ diagnosis.Selection, st objectivesStatus) data.Frames {
+			return data.Frames{frames.Fleet(diag.Result, diag.Set, st.worst, st.notices)}
 		}},
 	{EnumValue: EnumValue{Value: string(FormatRecommendation), Doc: "the recommended value per rule and instance while a finding holds, for alert summaries"},
-		build: func(diag *Diagnosis, _ DiagnosisQuery, _ diagnosis.Selection) data.Frames {
+		build: func(diag *Diagnosis, _ DiagnosisQuery, _ diagnosis.Selection, _ objectivesStatus) data.Frames {
 			return frames.RecommendationSeries(diag.Result)
 		}},
 }
@@ -91,14 +102,30 @@ func handleDiagnosis(ctx context.Context, d *Datasource, q backend.DataQuery, qu
 	if format.extra != nil {
 		extra = format.extra()
 	}
-	diag, err := d.diagnose(ctx, q, query.Scope, query.Rules, extra)
+	var (
+		diag *Diagnosis
+		err  error
+		st   objectivesStatus
+		g    errgroup.Group
+	)
+	g.Go(func() error {
+		diag, err = d.diagnose(ctx, q, query.Scope, query.Rules, extra)
+		return nil
+	})
+	if format.objectives {
+		g.Go(func() error {
+			st = d.objectivesStatus(ctx, q, query.Scope)
+			return nil
+		})
+	}
+	_ = g.Wait()
 	if err != nil {
 		return errorResponse(err)
 	}
 	// Many viewers of one dashboard ask for the same answers from the same evaluation: each
 	// is built once, and every response gets copies of its frames with their own meta.
 	built := diag.answers.get(fmt.Sprintf("%s %d %t %v", format.Value, timelineRows(query), query.OneInstance, sel), func() data.Frames {
-		return format.build(diag, query, sel)
+		return format.build(diag, query, sel, st)
 	})
 	return backend.DataResponse{Frames: frames.Evaluated(frames.Copies(built), frames.Evaluation{
 		Executed: diag.Executed, Set: diag.Set, Shared: diag.Shared, EvaluatedAt: diag.EvaluatedAt})}
@@ -200,4 +227,26 @@ func (d *Datasource) evaluate(ctx context.Context, p plan.Diagnosis) (*Diagnosis
 	return &Diagnosis{Result: result, Set: res.Set, Generation: res.Generation, Executed: p.Executed(res.Plan),
 		SLO:     slo.Attributions(p.Objectives, res.Set, p.From, result.Findings),
 		answers: &answers{}, EvaluatedAt: time.Now()}, nil
+}
+
+// objectivesStatus reads the settings' objectives over a query's scope and keeps the one each
+// instance is closest to breaking. Without objectives it is empty; when they cannot be read
+// it says why, and the format answers without them.
+func (d *Datasource) objectivesStatus(ctx context.Context, q backend.DataQuery, sc Scope) objectivesStatus {
+	if d.settings.SLOsErr != nil {
+		return objectivesStatus{notices: []string{"The objectives of the data source settings could not be read: " + d.settings.SLOsErr.Error()}}
+	}
+	if len(d.settings.SLOs) == 0 {
+		return objectivesStatus{}
+	}
+	p, err := plan.NewSLO(d.planSettings(), scopeOf(q, sc), d.settings.SLOs, nil, false)
+	if err != nil {
+		return objectivesStatus{notices: []string{"The objectives' status could not be planned: " + err.Error()}}
+	}
+	res, err := d.prom.FetchAll(ctx, p.Recent, p.Budget)
+	if err != nil {
+		return objectivesStatus{notices: []string{"The objectives' status could not be read: " + err.Error()}}
+	}
+	return objectivesStatus{worst: slo.WorstByKey(slo.Statuses(p.Objectives, res[0].Set, res[1].Set, p.From)),
+		notices: append(append([]string(nil), res[0].Notices...), res[1].Notices...)}
 }

@@ -81,6 +81,39 @@ func TestFleetSLO(t *testing.T) {
 	t.Run("goodput holds the injected goodput", func(t *testing.T) {
 		fleetGoodput(t, askAll("slo", "goodput"), res, from, to)
 	})
+	t.Run("the fleet table names the objective each instance is closest to breaking", func(t *testing.T) {
+		fleetWorstObjective(t, ask("diagnosis", "fleet"), res, from, to)
+	})
+}
+
+// fleetWorstObjective: each line of the fleet table names the objective with the least budget
+// left (the lower bounds): a TTFT one where the simulator's requests missed 1 s clearly more
+// often than 25 ms per output token, tpot-25ms where the other way round (ttft-2s's lower
+// bound counts the misses of 1 s, its bucket bound below, so either TTFT objective may be
+// named); a ttft-1s line's attainment is at most the injected one.
+func fleetWorstObjective(t *testing.T, f *data.Frame, res *sim.Result, from, to time.Time) {
+	if f.Rows() != fleetSize {
+		t.Fatalf("%d lines, want %d", f.Rows(), fleetSize)
+	}
+	for i := range f.Rows() {
+		instance, name := cellString(f, "instance", i), cellString(f, "slo", i)
+		attainment, n := injectedAttainment(res, instance, 1, from, to)
+		ttftMisses := int(math.Round((1 - attainment) * float64(n)))
+		tpotMisses := 0
+		for _, sp := range res.Spans {
+			if sp.Instance == instance && sp.End.After(from) && !sp.End.After(to) && sp.CompletionTokens > 1 && sp.Decode/float64(sp.CompletionTokens-1) > 0.025 {
+				tpotMisses++
+			}
+		}
+		t.Logf("%s: %s, attainment at least %.4f, budget left at least %.3f; injected misses ttft-1s %d, tpot-25ms %d",
+			instance, name, cellFloat(f, "slo_attainment", i), cellFloat(f, "slo_budget_left", i), ttftMisses, tpotMisses)
+		switch {
+		case 2*ttftMisses > 3*tpotMisses && !strings.HasPrefix(name, "ttft-"), 2*tpotMisses > 3*ttftMisses && name != "tpot-25ms":
+			t.Errorf("%s: worst objective %s; injected misses ttft-1s %d, tpot-25ms %d", instance, name, ttftMisses, tpotMisses)
+		case name == "ttft-1s" && cellFloat(f, "slo_attainment", i) > attainment+0.01:
+			t.Errorf("%s: attainment at least %.4f, injected %.4f", instance, cellFloat(f, "slo_attainment", i), attainment)
+		}
+	}
 }
 
 // injectedGoodput is how many of an instance's requests that ended in (from, to] were served

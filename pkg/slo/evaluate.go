@@ -167,3 +167,29 @@ func MissesOf(rows []AttributionRow, f diagnosis.Finding) []Miss {
 	}
 	return out
 }
+
+// WorstByKey is, per instance and model, the row of the objective with the least error budget
+// left (the lower bound of its interval; then the lowest attainment): the objective the
+// instance is closest to breaking. Fleet rows are left out.
+func WorstByKey(rows []Row) map[series.Key]Row {
+	out := map[series.Key]Row{}
+	for _, r := range rows {
+		if r.Key.Instance == Fleet {
+			continue
+		}
+		w, seen := out[r.Key]
+		if !seen || lessBudget(r.Status, w.Status) {
+			out[r.Key] = r
+		}
+	}
+	return out
+}
+
+// lessBudget orders statuses by budget left, then attainment, their lower bounds; an unknown
+// (NaN) bound orders last.
+func lessBudget(a, b Status) bool {
+	if a.Budget.Low != b.Budget.Low {
+		return a.Budget.Low < b.Budget.Low || math.IsNaN(b.Budget.Low)
+	}
+	return a.Attainment.Low < b.Attainment.Low || (math.IsNaN(b.Attainment.Low) && !math.IsNaN(a.Attainment.Low))
+}

@@ -66,3 +66,32 @@ func TestStatuses(t *testing.T) {
 		}
 	}
 }
+
+func TestWorstByKey(t *testing.T) {
+	a, b := series.Key{Instance: "a:1", Model: "m"}, series.Key{Instance: "b:1", Model: "m"}
+	fleet := series.Key{Instance: Fleet, Model: "m"}
+	row := func(name string, k series.Key, budget, attainment float64) Row {
+		return Row{Objective: Objective{Name: name}, Key: k,
+			Status: Status{Budget: Interval{budget, budget}, Attainment: Interval{attainment, attainment}}}
+	}
+	nan := math.NaN()
+	rows := []Row{
+		row("ttft", a, 0.4, 0.99), row("up", a, -0.2, 0.998), row("ttft", fleet, -1, 0.9),
+		row("ttft", b, 0.5, 0.97), row("up", b, 0.5, 0.999), row("e2e", b, nan, nan),
+	}
+	got := WorstByKey(rows)
+	for _, c := range []struct {
+		key  series.Key
+		want string
+	}{
+		{a, "up"},   // the least budget left, overspent
+		{b, "ttft"}, // equal budgets: the lower attainment; unknown last
+	} {
+		if r, ok := got[c.key]; !ok || r.Objective.Name != c.want {
+			t.Errorf("%s: %q, want %q", c.key.Instance, r.Objective.Name, c.want)
+		}
+	}
+	if _, ok := got[fleet]; ok || len(got) != 2 {
+		t.Errorf("%d keys, want the two instances and no fleet row", len(got))
+	}
+}
