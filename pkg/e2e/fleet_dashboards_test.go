@@ -197,40 +197,16 @@ func TestDashboardsOnAFleet(t *testing.T) {
 	})
 
 	t.Run("the drill-down opened without a trace id", func(t *testing.T) {
-		explains := 0
-		for _, tg := range targets {
-			if tg.DashboardUID != frames.DrillDownUID || tg.Datasource.Type != stack.PluginID {
-				continue
-			}
-			q, r := b.runTrace(t, tg, ".*", "")
-			require.NoError(t, r.Error, "panel %q", tg.Panel)
-			if e, ok := q.(plugin.ExplainQuery); ok && e.Format == "" {
-				explains++
-				f, _ := r.Frames[0].FieldByName("explanation")
-				require.NotNil(t, f, "panel %q", tg.Panel)
-				assert.Contains(t, f.At(0), "click a trace id", "panel %q", tg.Panel)
-			}
+		for _, explanation := range b.drillDown(t, targets, "") {
+			assert.Contains(t, explanation, "click a trace id")
 		}
-		assert.Positive(t, explains, "the drill-down explains no request")
 	})
 
 	t.Run("the drill-down opened on its trace-id variable's first request", func(t *testing.T) {
 		traceID := b.firstAnomalousRequest(t)
-		explains := 0
-		for _, tg := range targets {
-			if tg.DashboardUID != frames.DrillDownUID || tg.Datasource.Type != stack.PluginID {
-				continue
-			}
-			q, r := b.runTrace(t, tg, ".*", traceID)
-			require.NoError(t, r.Error, "panel %q", tg.Panel)
-			if e, ok := q.(plugin.ExplainQuery); ok && e.Format == "" {
-				explains++
-				f, _ := r.Frames[0].FieldByName("explanation")
-				require.NotNil(t, f, "panel %q", tg.Panel)
-				assert.NotContains(t, f.At(0), "click a trace id", "panel %q", tg.Panel)
-			}
+		for _, explanation := range b.drillDown(t, targets, traceID) {
+			assert.NotContains(t, explanation, "click a trace id")
 		}
-		assert.Positive(t, explains, "the drill-down explains no request")
 		// The Trace panel is Grafana's Jaeger data source asking Jaeger for this trace.
 		resp, err := http.Get(b.jaegerURL + "/api/traces/" + traceID)
 		require.NoError(t, err)
@@ -245,6 +221,28 @@ func TestDashboardsOnAFleet(t *testing.T) {
 		require.NotEmpty(t, trace.Data, "Jaeger has no trace %s", traceID)
 		assert.NotEmpty(t, trace.Data[0].Spans, "trace %s has no span", traceID)
 	})
+}
+
+// drillDown runs every plugin panel of the drill-down with the trace id variable set to
+// traceID, each without an error, and returns the explanations its explain panels answer (at
+// least one).
+func (b *fleetBed) drillDown(t *testing.T, targets []stack.Target, traceID string) []any {
+	t.Helper()
+	var explanations []any
+	for _, tg := range targets {
+		if tg.DashboardUID != frames.DrillDownUID || tg.Datasource.Type != stack.PluginID {
+			continue
+		}
+		q, r := b.runTrace(t, tg, ".*", traceID)
+		require.NoError(t, r.Error, "panel %q", tg.Panel)
+		if e, ok := q.(plugin.ExplainQuery); ok && e.Format == "" {
+			f, _ := r.Frames[0].FieldByName("explanation")
+			require.NotNil(t, f, "panel %q", tg.Panel)
+			explanations = append(explanations, f.At(0))
+		}
+	}
+	require.NotEmpty(t, explanations, "the drill-down explains no request")
+	return explanations
 }
 
 // firstAnomalousRequest is the value the drill-down's trace-id variable takes when the
