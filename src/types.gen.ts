@@ -55,10 +55,14 @@ export const EXPLAIN_FORMATS: readonly ExplainFormat[] = ['annotation'];
  *   objective's window, burn rates over 1 h and 6 h; a fleet row per objective and model
  * - `attribution`: one row per objective, instance and finding: the misses while the finding was active and their share
  *   of the instance's misses; rule none for the misses while no finding was
+ * - `burn`: alert series per objective, instance, model and severity (multi-window, multi-burn-rate): page while the
+ *   burn rate is above 14.4 over 1 h and 5 m or 6 over 6 h and 30 m, ticket above 1 over 3 d and 6 h, factors scaled by
+ *   the objective's window over 30 d; the value is the lesser burn rate of the pair that holds, else 0; labels slo,
+ *   instance, model_name, severity and top_rule (the finding holding most misses over the range)
  */
-export type SLOFormat = 'status' | 'attribution';
+export type SLOFormat = 'status' | 'attribution' | 'burn';
 
-export const SLO_FORMATS: readonly SLOFormat[] = ['status', 'attribution'];
+export const SLO_FORMATS: readonly SLOFormat[] = ['status', 'attribution', 'burn'];
 
 /**
  * Severity ranks a finding: critical, warning or info.

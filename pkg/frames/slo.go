@@ -92,3 +92,33 @@ func SLOAttribution(rows []slo.AttributionRow, executed string, notices []string
 	frame.Meta = &data.FrameMeta{Type: data.FrameTypeTable, ExecutedQueryString: executed, Notices: warnings(notices)}
 	return frame
 }
+
+// SLOBurn is the slo query's `burn` format for Grafana unified alerting: one numeric series per
+// objective, key and severity (slo.BurnValue at each step: above 0 while the severity's burn
+// rates hold), labelled slo, instance, model_name and severity, and top_rule when a finding
+// holds the largest share of the key's misses over the range, as dataplane time-series-multi
+// frames. With no series, one typed empty frame carries the notices.
+func SLOBurn(times []time.Time, alerts []slo.BurnAlert, executed string, notices []string) data.Frames {
+	meta := func() *data.FrameMeta {
+		return &data.FrameMeta{Type: data.FrameTypeTimeSeriesMulti, TypeVersion: data.FrameTypeVersion{0, 1},
+			ExecutedQueryString: executed, Notices: warnings(notices)}
+	}
+	out := make(data.Frames, 0, len(alerts))
+	for _, a := range alerts {
+		labels := KeyLabels(a.Key)
+		labels["slo"], labels["severity"] = a.Objective.Name, string(a.Severity)
+		if a.TopRule != "" {
+			labels["top_rule"] = a.TopRule
+		}
+		frame := data.NewFrame("slo_burn", data.NewField("time", nil, append([]time.Time(nil), times...)),
+			data.NewField("value", labels, append([]float64(nil), a.Values...)))
+		frame.Meta = meta()
+		out = append(out, frame)
+	}
+	if len(out) == 0 {
+		empty := data.NewFrame("slo_burn", data.NewField("time", nil, []time.Time{}), data.NewField("value", nil, []float64{}))
+		empty.Meta = meta()
+		out = append(out, empty)
+	}
+	return out
+}

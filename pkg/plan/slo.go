@@ -107,3 +107,22 @@ func (p SLO) Executed(recent, budget *signals.Plan) string {
 	return fmt.Sprintf("Objectives from %s to %s, read every %s (and every %s over their window for the budget).\n%s\n%s",
 		stamp(p.From), stamp(p.To), p.Recent.Step, p.Budget.Step, recent, budget)
 }
+
+// ForBurn widens the plan for the burn format, whose every step of the range reads the burn
+// rates of the windows before it: Recent reaches back over the slow burn-rate window before the
+// range (the page pairs' longest), Budget over the longest window of slo.BurnPairs (the
+// ticket's), read at no more than sloBudgetPoints steps.
+func (p SLO) ForBurn() SLO {
+	if start := p.From.Add(-slo.BurnLong).Truncate(p.Recent.Step); start.Before(p.Recent.Start) {
+		p.Recent.Start = start
+	}
+	var longest time.Duration
+	for _, b := range slo.BurnPairs {
+		longest = max(longest, b.Long)
+	}
+	if start := p.From.Add(-longest); start.Before(p.Budget.Start) {
+		p.Budget.Step = max(p.Budget.Step, (p.To.Sub(start) / sloBudgetPoints).Round(time.Minute))
+		p.Budget.Start = start.Truncate(p.Budget.Step)
+	}
+	return p
+}

@@ -106,3 +106,39 @@ func TestSLOPlanRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestSLOPlanForBurn: every step of the range reads the windows before it.
+func TestSLOPlanForBurn(t *testing.T) {
+	sc := plan.Scope{From: t0, To: t0.Add(2 * time.Hour), Interval: time.Minute}
+	for _, c := range []struct {
+		name       string
+		raw        string
+		budgetFrom time.Time
+		budgetStep time.Duration
+	}{
+		{"a 7-day window holds the ticket's 3 days before the range", `[{"name": "a", "indicator": "ttft", "threshold": 1, "objective": 0.99, "window": "7d"}]`,
+			t0.Add(2*time.Hour - 7*24*time.Hour), 10 * time.Minute},
+		{"a 1-day window reaches back 3 days before the range", `[{"name": "a", "indicator": "ttft", "threshold": 1, "objective": 0.99, "window": "1d"}]`,
+			t0.Add(-3 * 24 * time.Hour).Truncate(4 * time.Minute), 4 * time.Minute},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := plan.NewSLO(settings, sc, objectives(t, c.raw), nil, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p = p.ForBurn()
+			for _, x := range []struct {
+				what      string
+				got, want any
+			}{
+				{"recent start: the 6 h burn window before the range's start", p.Recent.Start, t0.Add(-slo.BurnLong)},
+				{"budget start", p.Budget.Start, c.budgetFrom},
+				{"budget step", p.Budget.Step, c.budgetStep},
+			} {
+				if x.got != x.want {
+					t.Errorf("%s: %v, want %v", x.what, x.got, x.want)
+				}
+			}
+		})
+	}
+}

@@ -18,6 +18,7 @@ import (
 const (
 	FormatSLOStatus      SLOFormat = "status"
 	FormatSLOAttribution SLOFormat = "attribution"
+	FormatSLOBurn        SLOFormat = "burn"
 )
 
 // sloFormat is one form of an slo query's answer.
@@ -31,6 +32,7 @@ type sloFormat struct {
 var sloFormats = []sloFormat{
 	{EnumValue: EnumValue{Value: string(FormatSLOStatus), Doc: "one row per objective, instance and model: attainment as an interval, the budget left over the objective's window, burn rates over 1 h and 6 h; a fleet row per objective and model"}},
 	{EnumValue: EnumValue{Value: string(FormatSLOAttribution), Doc: "one row per objective, instance and finding: the misses while the finding was active and their share of the instance's misses; rule none for the misses while no finding was"}, attribution: true},
+	{EnumValue: EnumValue{Value: string(FormatSLOBurn), Doc: "alert series per objective, instance, model and severity (multi-window, multi-burn-rate): page while the burn rate is above 14.4 over 1 h and 5 m or 6 over 6 h and 30 m, ticket above 1 over 3 d and 6 h, factors scaled by the objective's window over 30 d; the value is the lesser burn rate of the pair that holds, else 0; labels slo, instance, model_name, severity and top_rule (the finding holding most misses over the range)"}, attribution: true},
 }
 
 func handleSLO(ctx context.Context, d *Datasource, q backend.DataQuery, query SLOQuery) backend.DataResponse {
@@ -44,6 +46,10 @@ func handleSLO(ctx context.Context, d *Datasource, q backend.DataQuery, query SL
 	p, err := plan.NewSLO(d.planSettings(), scopeOf(q, query.Scope), d.settings.SLOs, query.SLOs, format.attribution)
 	if err != nil {
 		return errorResponse(err)
+	}
+	burn := format.Value == string(FormatSLOBurn)
+	if burn {
+		p = p.ForBurn()
 	}
 	var (
 		res  []*signals.Result
@@ -61,6 +67,10 @@ func handleSLO(ctx context.Context, d *Datasource, q backend.DataQuery, query SL
 	recent, budget := res[0], res[1]
 	executed := p.Executed(recent.Plan, budget.Plan)
 	notices := append(append([]string(nil), recent.Notices...), budget.Notices...)
+	if burn {
+		times, alerts := slo.BurnAlerts(p.Objectives, recent.Set, budget.Set, p.From, diag.Result.Findings)
+		return backend.DataResponse{Frames: frames.SLOBurn(times, alerts, executed+"\n"+diag.Executed, notices)}
+	}
 	if format.attribution {
 		rows := slo.Attributions(p.Objectives, recent.Set, p.From, diag.Result.Findings)
 		return backend.DataResponse{Frames: data.Frames{frames.SLOAttribution(rows, executed+"\n"+diag.Executed, notices)}}

@@ -123,7 +123,8 @@ type BurnAlert struct {
 	Objective Objective
 	Key       series.Key
 	Severity  Severity
-	// Values are BurnValue at each step of the recent grid from the range's first step.
+	// Values are BurnValue at each step of the recent grid from the range's first step (the
+	// times BurnAlerts returns).
 	Values []float64
 	// TopRule is the finding that holds the largest share of the key's misses over the range
 	// (Attribute), empty when no finding does (misses while none was active, or no misses).
@@ -131,11 +132,16 @@ type BurnAlert struct {
 }
 
 // BurnAlerts are the objectives' alert series, per objective, key (sorted as Statuses') and
-// severity (Severities' order): recent holds the range from `from` at the panel's step and
-// reaches back over the page windows before it; window, coarser, over the ticket's long window
-// before the range. findings are the diagnosis of the range, for TopRule.
-func BurnAlerts(objectives []Objective, recent, window *series.Set, from time.Time, findings []diagnosis.Finding) []BurnAlert {
+// severity (Severities' order), and the times of their values: recent holds the range from
+// `from` at the panel's step and reaches back over the page windows before it; window, coarser,
+// over the ticket's long window before the range. findings are the diagnosis of the range, for
+// TopRule.
+func BurnAlerts(objectives []Objective, recent, window *series.Set, from time.Time, findings []diagnosis.Finding) ([]time.Time, []BurnAlert) {
 	start := rangeFrom(recent.Grid, from)
+	var times []time.Time
+	for i := start; i < recent.Grid.Len; i++ {
+		times = append(times, recent.Grid.Time(i))
+	}
 	var out []BurnAlert
 	for _, o := range objectives {
 		for _, k := range keysOf(o, recent) {
@@ -150,13 +156,13 @@ func BurnAlerts(objectives []Objective, recent, window *series.Set, from time.Ti
 				top = shares[0].Rule
 			}
 			for _, sev := range Severities {
-				values := make([]float64, 0, max(recent.Grid.Len-start, 0))
-				for i := start; i < recent.Grid.Len; i++ {
-					values = append(values, BurnValue(o, sev, fine, coarse, recent.Grid.Time(i)))
+				values := make([]float64, len(times))
+				for i, at := range times {
+					values[i] = BurnValue(o, sev, fine, coarse, at)
 				}
 				out = append(out, BurnAlert{Objective: o, Key: k, Severity: sev, Values: values, TopRule: top})
 			}
 		}
 	}
-	return out
+	return times, out
 }

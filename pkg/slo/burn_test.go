@@ -136,7 +136,10 @@ func TestBurnAlerts(t *testing.T) {
 	findings := []diagnosis.Finding{{Rule: "kv_cache_saturated", Key: a, Start: g.Time(g.Len - 60), End: end}}
 	from := end.Add(-10 * time.Minute)
 
-	got := BurnAlerts([]Objective{objective}, set, set, from, findings)
+	times, got := BurnAlerts([]Objective{objective}, set, set, from, findings)
+	if len(times) != 10 || !times[len(times)-1].Equal(end) {
+		t.Fatalf("times %v, want the range's 10 steps after its start, to its end", times)
+	}
 	type want struct {
 		instance string
 		severity Severity
@@ -156,8 +159,8 @@ func TestBurnAlerts(t *testing.T) {
 	}
 	for i, w := range wants {
 		s := got[i]
-		if len(s.Values) != 10 {
-			t.Fatalf("series %d has %d values, want the range's 10 steps after its start", i, len(s.Values))
+		if len(s.Values) != len(times) {
+			t.Fatalf("series %d has %d values for %d times", i, len(s.Values), len(times))
 		}
 		if s.Key.Instance != w.instance || s.Severity != w.severity || !same(s.Values[len(s.Values)-1], w.last) || s.TopRule != w.top {
 			t.Errorf("series %d: %s %s ends at %v top %q; want %+v", i, s.Key.Instance, s.Severity, s.Values[len(s.Values)-1], s.TopRule, w)
