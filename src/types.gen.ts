@@ -112,6 +112,16 @@ export type Indicator = 'ttft' | 'tpot' | 'itl' | 'e2e' | 'availability';
 export const INDICATORS: readonly Indicator[] = ['ttft', 'tpot', 'itl', 'e2e', 'availability'];
 
 /**
+ * BurnSeverity is how a burn-rate alert asks for attention: a page now, or a ticket.
+ *
+ * - `page`: the budget burns fast: 14.4 over 1 h and 5 m or 6 over 6 h and 30 m (for a 30-day window)
+ * - `ticket`: the budget burns steadily: 1 over 3 d and 6 h (for a 30-day window)
+ */
+export type BurnSeverity = 'page' | 'ticket';
+
+export const BURN_SEVERITIES: readonly BurnSeverity[] = ['page', 'ticket'];
+
+/**
  * A query of this data source as Grafana stores it: its queryType and the fields of every query type, each marked with
  * the query types that read it where not all do (src/schema/v0alpha1/query.types.json says which fields each query type
  * has).
@@ -196,6 +206,8 @@ export interface QueryModel {
   optimisations?: Optimisation[];
   /** slo: The objectives' names to answer; empty means every objective. */
   slos?: string[];
+  /** slo: Burn format: the alert series of this severity only (an alert rule's page or ticket); empty means both. */
+  severity?: BurnSeverity;
   /** text form: The text form, such as explain 4bf92f3577b34da6a3ce929d0e0e4736. */
   expr?: string;
 }

@@ -175,6 +175,11 @@ func unknownSLOFormat(t *testing.T, e *env) {
 	failsAlone(t, e, withObjectives(e), q, badQueryFailure(`"burndown"`, "status, attribution, burn"))
 }
 
+func unknownBurnSeverity(t *testing.T, e *env) {
+	q := e.dataQuery("BAD", map[string]any{"queryType": "slo", "format": "burn", "severity": "critical"})
+	failsAlone(t, e, withObjectives(e), q, badQueryFailure(`severity "critical"`, "page, ticket"))
+}
+
 func unknownObjective(t *testing.T, e *env) {
 	q := e.dataQuery("BAD", map[string]any{"queryType": "slo", "slos": []string{"ttft-1s"}})
 	failsAlone(t, e, withObjectives(e), q, badQueryFailure(`slo "ttft-1s"`, "they are ttft-2s"))

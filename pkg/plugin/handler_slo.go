@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
@@ -20,6 +22,12 @@ const (
 	FormatSLOAttribution SLOFormat = "attribution"
 	FormatSLOBurn        SLOFormat = "burn"
 )
+
+// burnSeverityDocs say what each severity of the burn format pages or tickets on.
+var burnSeverityDocs = map[slo.BurnSeverity]string{
+	slo.Page:   "the budget burns fast: 14.4 over 1 h and 5 m or 6 over 6 h and 30 m (for a 30-day window)",
+	slo.Ticket: "the budget burns steadily: 1 over 3 d and 6 h (for a 30-day window)",
+}
 
 // sloFormat is one form of an slo query's answer.
 type sloFormat struct {
@@ -48,6 +56,9 @@ func handleSLO(ctx context.Context, d *Datasource, q backend.DataQuery, query SL
 		return errorResponse(err)
 	}
 	burn := format.Value == string(FormatSLOBurn)
+	if query.Severity != "" && !slices.Contains(slo.BurnSeverities, query.Severity) {
+		return badQuery(fmt.Errorf("severity %q is not one of %s", query.Severity, burnSeverityList()))
+	}
 	if burn {
 		p = p.ForBurn()
 	}
@@ -68,7 +79,7 @@ func handleSLO(ctx context.Context, d *Datasource, q backend.DataQuery, query SL
 	executed := p.Executed(recent.Plan, budget.Plan)
 	notices := append(append([]string(nil), recent.Notices...), budget.Notices...)
 	if burn {
-		times, alerts := slo.BurnAlerts(p.Objectives, recent.Set, budget.Set, p.From, diag.Result.Findings)
+		times, alerts := slo.BurnAlerts(p.Objectives, recent.Set, budget.Set, p.From, diag.Result.Findings, query.Severity)
 		return backend.DataResponse{Frames: frames.SLOBurn(times, alerts, executed+"\n"+diag.Executed, notices)}
 	}
 	if format.attribution {
@@ -77,4 +88,13 @@ func handleSLO(ctx context.Context, d *Datasource, q backend.DataQuery, query SL
 	}
 	rows := slo.Statuses(p.Objectives, recent.Set, budget.Set, p.From)
 	return backend.DataResponse{Frames: data.Frames{frames.SLOStatus(rows, executed, notices)}}
+}
+
+// burnSeverityList names the severities of the burn format, for messages.
+func burnSeverityList() string {
+	names := make([]string, len(slo.BurnSeverities))
+	for i, s := range slo.BurnSeverities {
+		names[i] = string(s)
+	}
+	return strings.Join(names, ", ")
 }

@@ -8,20 +8,20 @@ import (
 	"github.com/seed/vllm-datasource/pkg/series"
 )
 
-// Severity is how a burn-rate alert asks for attention: a page now, or a ticket.
-type Severity string
+// BurnSeverity is how a burn-rate alert asks for attention: a page now, or a ticket.
+type BurnSeverity string
 
 // The severities of burn-rate alerts.
 const (
-	Page   Severity = "page"
-	Ticket Severity = "ticket"
+	Page   BurnSeverity = "page"
+	Ticket BurnSeverity = "ticket"
 )
 
 // BurnPair is one condition of multi-window, multi-burn-rate alerting: the burn rate over a
 // long window and over a short one (which makes the alert stop soon after the burn does) both
 // above Factor, the factor written for a 30-day objective window.
 type BurnPair struct {
-	Severity    Severity
+	Severity    BurnSeverity
 	Long, Short time.Duration
 	Factor      float64
 }
@@ -34,8 +34,8 @@ var BurnPairs = []BurnPair{
 	{Ticket, 3 * 24 * time.Hour, 6 * time.Hour, 1},
 }
 
-// Severities are the severities of BurnPairs, each once, most urgent first.
-var Severities = []Severity{Page, Ticket}
+// BurnSeverities are the severities of BurnPairs, each once, most urgent first.
+var BurnSeverities = []BurnSeverity{Page, Ticket}
 
 // workbookWindow is the objective window BurnPairs' factors are written for.
 const workbookWindow = 30 * 24 * time.Hour
@@ -93,7 +93,7 @@ func (s BurnSource) burnOver(t time.Time, d time.Duration, target float64) float
 // any pair holds. A pair reads fine when fine reaches back over its long window, else coarse
 // (a long window read at a coarse step counts whole steps: the window is rounded to them). NaN
 // when no pair's long window holds an event.
-func BurnValue(o Objective, sev Severity, fine, coarse BurnSource, t time.Time) float64 {
+func BurnValue(o Objective, sev BurnSeverity, fine, coarse BurnSource, t time.Time) float64 {
 	out, known := 0.0, false
 	for _, p := range BurnPairs {
 		if p.Severity != sev {
@@ -122,7 +122,7 @@ func BurnValue(o Objective, sev Severity, fine, coarse BurnSource, t time.Time) 
 type BurnAlert struct {
 	Objective Objective
 	Key       series.Key
-	Severity  Severity
+	Severity  BurnSeverity
 	// Values are BurnValue at each step of the recent grid from the range's first step (the
 	// times BurnAlerts returns).
 	Values []float64
@@ -132,11 +132,11 @@ type BurnAlert struct {
 }
 
 // BurnAlerts are the objectives' alert series, per objective, key (sorted as Statuses') and
-// severity (Severities' order), and the times of their values: recent holds the range from
-// `from` at the panel's step and reaches back over the page windows before it; window, coarser,
-// over the ticket's long window before the range. findings are the diagnosis of the range, for
-// TopRule.
-func BurnAlerts(objectives []Objective, recent, window *series.Set, from time.Time, findings []diagnosis.Finding) ([]time.Time, []BurnAlert) {
+// severity (BurnSeverities' order; only this one when only is set), and the times of their
+// values: recent holds the range from `from` at the panel's step and reaches back over the page
+// windows before it; window, coarser, over the ticket's long window before the range. findings
+// are the diagnosis of the range, for TopRule.
+func BurnAlerts(objectives []Objective, recent, window *series.Set, from time.Time, findings []diagnosis.Finding, only BurnSeverity) ([]time.Time, []BurnAlert) {
 	start := rangeFrom(recent.Grid, from)
 	var times []time.Time
 	for i := start; i < recent.Grid.Len; i++ {
@@ -155,7 +155,10 @@ func BurnAlerts(objectives []Objective, recent, window *series.Set, from time.Ti
 			if shares := Attribute(r, recent.Grid, start, recent.Grid.Len-1, k, findings); len(shares) > 0 && shares[0].Rule != NoFinding {
 				top = shares[0].Rule
 			}
-			for _, sev := range Severities {
+			for _, sev := range BurnSeverities {
+				if only != "" && sev != only {
+					continue
+				}
 				values := make([]float64, len(times))
 				for i, at := range times {
 					values[i] = BurnValue(o, sev, fine, coarse, at)

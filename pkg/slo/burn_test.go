@@ -58,7 +58,7 @@ func TestBurnValue(t *testing.T) {
 		name         string
 		window       time.Duration
 		fine, coarse func(int) float64
-		severity     Severity
+		severity     BurnSeverity
 		want         float64
 	}{
 		{"1h/5m: both above 14.4 page at the lesser (1 h: (5·30 + 55·15) / 60)", month,
@@ -136,13 +136,13 @@ func TestBurnAlerts(t *testing.T) {
 	findings := []diagnosis.Finding{{Rule: "kv_cache_saturated", Key: a, Start: g.Time(g.Len - 60), End: end}}
 	from := end.Add(-10 * time.Minute)
 
-	times, got := BurnAlerts([]Objective{objective}, set, set, from, findings)
+	times, got := BurnAlerts([]Objective{objective}, set, set, from, findings, "")
 	if len(times) != 10 || !times[len(times)-1].Equal(end) {
 		t.Fatalf("times %v, want the range's 10 steps after its start, to its end", times)
 	}
 	type want struct {
 		instance string
-		severity Severity
+		severity BurnSeverity
 		last     float64
 		top      string
 	}
@@ -165,5 +165,9 @@ func TestBurnAlerts(t *testing.T) {
 		if s.Key.Instance != w.instance || s.Severity != w.severity || !same(s.Values[len(s.Values)-1], w.last) || s.TopRule != w.top {
 			t.Errorf("series %d: %s %s ends at %v top %q; want %+v", i, s.Key.Instance, s.Severity, s.Values[len(s.Values)-1], s.TopRule, w)
 		}
+	}
+	_, pages := BurnAlerts([]Objective{objective}, set, set, from, findings, Page)
+	if len(pages) != 2 || pages[0].Severity != Page || pages[1].Severity != Page {
+		t.Errorf("asked for pages only: %+v", pages)
 	}
 }
