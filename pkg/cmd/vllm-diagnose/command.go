@@ -46,6 +46,9 @@ type options struct {
 
 	baseline      string
 	optimisations []string
+
+	slosFile string
+	slo      string
 }
 
 // rootCommand is the command tree with the exit code its run left.
@@ -150,7 +153,7 @@ Exit codes: 0 nothing firing, 1 warnings, 2 critical findings, 3 a backend unrea
 	}
 	verdictCmd.Flags().StringVar(&o.baseline, "baseline", "", "the window to compare with, FROM..TO (each as --from), such as now-7d..now-6d")
 	verdictCmd.Flags().StringSliceVar(&o.optimisations, "optimisations", nil, "optimisations deployed between the windows: "+optimisationNames())
-	root.AddCommand(explain, verdictCmd, c.demoCommand())
+	root.AddCommand(explain, verdictCmd, c.demoCommand(), c.sloCommand())
 	c.root = root
 	return c
 }
