@@ -56,9 +56,10 @@ export const EXPLAIN_FORMATS: readonly ExplainFormat[] = ['annotation'];
  * - `attribution`: one row per objective, instance and finding: the misses while the finding was active and their share
  *   of the instance's misses; rule none for the misses while no finding was
  * - `burn`: alert series per objective, instance, model and severity (multi-window, multi-burn-rate): page while the
- *   burn rate is above 14.4 over 1 h and 5 m or 6 over 6 h and 30 m, ticket above 1 over 3 d and 6 h, factors scaled by
- *   the objective's window over 30 d; the value is the lesser burn rate of the pair that holds, else 0; labels slo,
- *   instance, model_name, severity and top_rule (the finding holding most misses over the range)
+ *   burn rate is above 14.4 over 1h and 5m, or above 6 over 6h and 30m (factors for a 30-day window, scaled to the
+ *   objective's); ticket while the burn rate is above 1 over 3d and 6h (factors for a 30-day window, scaled to the
+ *   objective's); the value is the lesser burn rate of the pair that holds, else 0; labels slo, instance, model_name,
+ *   severity and top_rule (the finding holding most misses over the range)
  */
 export type SLOFormat = 'status' | 'attribution' | 'burn';
 
@@ -114,8 +115,9 @@ export const INDICATORS: readonly Indicator[] = ['ttft', 'tpot', 'itl', 'e2e', '
 /**
  * BurnSeverity is how a burn-rate alert asks for attention: a page now, or a ticket.
  *
- * - `page`: the budget burns fast: 14.4 over 1 h and 5 m or 6 over 6 h and 30 m (for a 30-day window)
- * - `ticket`: the budget burns steadily: 1 over 3 d and 6 h (for a 30-day window)
+ * - `page`: the burn rate is above 14.4 over 1h and 5m, or above 6 over 6h and 30m (factors for a 30-day window, scaled
+ *   to the objective's)
+ * - `ticket`: the burn rate is above 1 over 3d and 6h (factors for a 30-day window, scaled to the objective's)
  */
 export type BurnSeverity = 'page' | 'ticket';
 

@@ -108,10 +108,11 @@ func (p SLO) Executed(recent, budget *signals.Plan) string {
 		stamp(p.From), stamp(p.To), p.Recent.Step, p.Budget.Step, recent, budget)
 }
 
-// ForBurn widens the plan for the burn format, whose every step of the range reads the burn
-// rates of the windows before it: Recent reaches back over the slow burn-rate window before the
-// range (the page pairs' longest), Budget over the longest window of slo.BurnPairs (the
-// ticket's), read at no more than sloBudgetPoints steps.
+// ForBurn plans the burn format, whose every step of the range reads the burn rates of the
+// windows before it: Recent reaches back over the slow burn-rate window before the range (the
+// page pairs' longest), and Budget, whose budget left the format does not read, holds the
+// longest window of slo.BurnPairs (the ticket's) before the range instead, at no more than
+// sloBudgetPoints steps.
 func (p SLO) ForBurn() SLO {
 	if start := p.From.Add(-slo.BurnLong).Truncate(p.Recent.Step); start.Before(p.Recent.Start) {
 		p.Recent.Start = start
@@ -120,9 +121,8 @@ func (p SLO) ForBurn() SLO {
 	for _, b := range slo.BurnPairs {
 		longest = max(longest, b.Long)
 	}
-	if start := p.From.Add(-longest); start.Before(p.Budget.Start) {
-		p.Budget.Step = max(p.Budget.Step, (p.To.Sub(start) / sloBudgetPoints).Round(time.Minute))
-		p.Budget.Start = start.Truncate(p.Budget.Step)
-	}
+	start := p.From.Add(-longest)
+	p.Budget.Step = max(p.Recent.Step, (p.To.Sub(start) / sloBudgetPoints).Round(time.Minute))
+	p.Budget.Start = start.Truncate(p.Budget.Step)
 	return p
 }

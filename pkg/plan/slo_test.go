@@ -107,22 +107,21 @@ func TestSLOPlanRefuses(t *testing.T) {
 	}
 }
 
-// TestSLOPlanForBurn: every step of the range reads the windows before it.
+// TestSLOPlanForBurn: every step of the range reads the windows before it, whatever the
+// objective's window.
 func TestSLOPlanForBurn(t *testing.T) {
-	sc := plan.Scope{From: t0, To: t0.Add(2 * time.Hour), Interval: time.Minute}
+	raw := `[{"name": "a", "indicator": "ttft", "threshold": 1, "objective": 0.99, "window": "28d"}]`
 	for _, c := range []struct {
 		name       string
-		raw        string
-		budgetFrom time.Time
+		span       time.Duration
 		budgetStep time.Duration
 	}{
-		{"a 7-day window holds the ticket's 3 days before the range", `[{"name": "a", "indicator": "ttft", "threshold": 1, "objective": 0.99, "window": "7d"}]`,
-			t0.Add(2*time.Hour - 7*24*time.Hour), 10 * time.Minute},
-		{"a 1-day window reaches back 3 days before the range", `[{"name": "a", "indicator": "ttft", "threshold": 1, "objective": 0.99, "window": "1d"}]`,
-			t0.Add(-3 * 24 * time.Hour).Truncate(4 * time.Minute), 4 * time.Minute},
+		{"2 hours: the ticket's 3 days before, every 4 minutes ((3 d + 2 h) / 1000)", 2 * time.Hour, 4 * time.Minute},
+		{"a day: every 6 minutes ((3 d + 1 d) / 1000)", 24 * time.Hour, 6 * time.Minute},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p, err := plan.NewSLO(settings, sc, objectives(t, c.raw), nil, true)
+			sc := plan.Scope{From: t0, To: t0.Add(c.span), Interval: time.Minute}
+			p, err := plan.NewSLO(settings, sc, objectives(t, raw), nil, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,8 +131,9 @@ func TestSLOPlanForBurn(t *testing.T) {
 				got, want any
 			}{
 				{"recent start: the 6 h burn window before the range's start", p.Recent.Start, t0.Add(-slo.BurnLong)},
-				{"budget start", p.Budget.Start, c.budgetFrom},
+				{"budget start: the 3 d before the range's start", p.Budget.Start, t0.Add(-3 * 24 * time.Hour).Truncate(c.budgetStep)},
 				{"budget step", p.Budget.Step, c.budgetStep},
+				{"budget end", p.Budget.End, sc.To},
 			} {
 				if x.got != x.want {
 					t.Errorf("%s: %v, want %v", x.what, x.got, x.want)

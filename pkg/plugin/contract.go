@@ -101,7 +101,7 @@ func Enumerations() []Enumeration {
 	}
 	burnSeverities := make([]EnumValue, len(slo.BurnSeverities))
 	for i, sev := range slo.BurnSeverities {
-		burnSeverities[i] = EnumValue{Value: string(sev), Doc: burnSeverityDocs[sev]}
+		burnSeverities[i] = EnumValue{Value: string(sev), Doc: burnSeverityDoc(sev)}
 	}
 	optimisations := make([]EnumValue, len(verdict.All))
 	for i, o := range verdict.All {

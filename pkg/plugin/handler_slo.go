@@ -23,10 +23,9 @@ const (
 	FormatSLOBurn        SLOFormat = "burn"
 )
 
-// burnSeverityDocs say what each severity of the burn format pages or tickets on.
-var burnSeverityDocs = map[slo.BurnSeverity]string{
-	slo.Page:   "the budget burns fast: 14.4 over 1 h and 5 m or 6 over 6 h and 30 m (for a 30-day window)",
-	slo.Ticket: "the budget burns steadily: 1 over 3 d and 6 h (for a 30-day window)",
+// burnSeverityDoc says when a severity of the burn format holds.
+func burnSeverityDoc(sev slo.BurnSeverity) string {
+	return "the burn rate is " + slo.BurnConditions(sev) + " (factors for a 30-day window, scaled to the objective's)"
 }
 
 // sloFormat is one form of an slo query's answer.
@@ -40,7 +39,9 @@ type sloFormat struct {
 var sloFormats = []sloFormat{
 	{EnumValue: EnumValue{Value: string(FormatSLOStatus), Doc: "one row per objective, instance and model: attainment as an interval, the budget left over the objective's window, burn rates over 1 h and 6 h; a fleet row per objective and model"}},
 	{EnumValue: EnumValue{Value: string(FormatSLOAttribution), Doc: "one row per objective, instance and finding: the misses while the finding was active and their share of the instance's misses; rule none for the misses while no finding was"}, attribution: true},
-	{EnumValue: EnumValue{Value: string(FormatSLOBurn), Doc: "alert series per objective, instance, model and severity (multi-window, multi-burn-rate): page while the burn rate is above 14.4 over 1 h and 5 m or 6 over 6 h and 30 m, ticket above 1 over 3 d and 6 h, factors scaled by the objective's window over 30 d; the value is the lesser burn rate of the pair that holds, else 0; labels slo, instance, model_name, severity and top_rule (the finding holding most misses over the range)"}, attribution: true},
+	{EnumValue: EnumValue{Value: string(FormatSLOBurn), Doc: "alert series per objective, instance, model and severity (multi-window, multi-burn-rate): page while " +
+		burnSeverityDoc(slo.Page) + "; ticket while " + burnSeverityDoc(slo.Ticket) +
+		"; the value is the lesser burn rate of the pair that holds, else 0; labels slo, instance, model_name, severity and top_rule (the finding holding most misses over the range)"}, attribution: true},
 }
 
 func handleSLO(ctx context.Context, d *Datasource, q backend.DataQuery, query SLOQuery) backend.DataResponse {

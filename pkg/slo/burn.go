@@ -1,8 +1,12 @@
 package slo
 
 import (
+	"fmt"
 	"math"
+	"strings"
 	"time"
+
+	"github.com/prometheus/common/model"
 
 	"github.com/seed/vllm-datasource/pkg/diagnosis"
 	"github.com/seed/vllm-datasource/pkg/series"
@@ -32,6 +36,18 @@ var BurnPairs = []BurnPair{
 	{Page, time.Hour, 5 * time.Minute, 14.4},
 	{Page, 6 * time.Hour, 30 * time.Minute, 6},
 	{Ticket, 3 * 24 * time.Hour, 6 * time.Hour, 1},
+}
+
+// BurnConditions says when a severity's alert holds, from BurnPairs: "above 14.4 over 1h and
+// 5m, or above 6 over 6h and 30m".
+func BurnConditions(sev BurnSeverity) string {
+	var out []string
+	for _, p := range BurnPairs {
+		if p.Severity == sev {
+			out = append(out, fmt.Sprintf("above %g over %s and %s", p.Factor, model.Duration(p.Long), model.Duration(p.Short)))
+		}
+	}
+	return strings.Join(out, ", or ")
 }
 
 // BurnSeverities are the severities of BurnPairs, each once, most urgent first.

@@ -25,6 +25,17 @@ func TestFactorForScalesToTheWindow(t *testing.T) {
 	}
 }
 
+func TestBurnConditionsSayEachPairOfTheSeverity(t *testing.T) {
+	for sev, want := range map[BurnSeverity]string{
+		Page:   "above 14.4 over 1h and 5m, or above 6 over 6h and 30m",
+		Ticket: "above 1 over 3d and 6h",
+	} {
+		if got := BurnConditions(sev); got != want {
+			t.Errorf("%s: %q, want %q", sev, got, want)
+		}
+	}
+}
+
 // missEvery builds a source of 100 events a step, the given share of which miss: shareAt gets
 // how many steps before the grid's last one a step is.
 func missEvery(g series.Grid, shareAt func(before int) float64) BurnSource {
