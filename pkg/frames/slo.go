@@ -97,11 +97,11 @@ func SLOAttribution(rows []slo.AttributionRow, executed string, notices []string
 // objective, key and severity (slo.BurnValue at each step: above 0 while the severity's burn
 // rates hold), labelled slo, instance, model_name and severity, and top_rule when a finding
 // holds the largest share of the key's misses over the range, as dataplane time-series-multi
-// frames. With no series, one typed empty frame carries the notices.
+// frames. The first frame alone carries the executed queries and the notices (a fleet's alert
+// series would repeat them hundreds of times); with no series, one typed empty frame does.
 func SLOBurn(times []time.Time, alerts []slo.BurnAlert, executed string, notices []string) data.Frames {
 	meta := func() *data.FrameMeta {
-		return &data.FrameMeta{Type: data.FrameTypeTimeSeriesMulti, TypeVersion: data.FrameTypeVersion{0, 1},
-			ExecutedQueryString: executed, Notices: warnings(notices)}
+		return &data.FrameMeta{Type: data.FrameTypeTimeSeriesMulti, TypeVersion: data.FrameTypeVersion{0, 1}}
 	}
 	out := make(data.Frames, 0, len(alerts))
 	for _, a := range alerts {
@@ -120,5 +120,6 @@ func SLOBurn(times []time.Time, alerts []slo.BurnAlert, executed string, notices
 		empty.Meta = meta()
 		out = append(out, empty)
 	}
+	out[0].Meta.ExecutedQueryString, out[0].Meta.Notices = executed, warnings(notices)
 	return out
 }
