@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/seed/vllm-datasource/pkg/diagnosis"
+	"github.com/seed/vllm-datasource/pkg/slo"
 	"github.com/seed/vllm-datasource/pkg/verdict"
 )
 
@@ -45,6 +46,8 @@ func TestParseQueryReadsEachQueryTypesModel(t *testing.T) {
 			want: ExplainQuery{TraceID: "abc", Format: ExplainAnnotation}},
 		{name: "a verdict query", json: `{"queryType": "verdict", "baselineFrom": "now-7d", "baselineTo": "now-6d", "optimisations": ["spec_decode"]}`,
 			want: VerdictQuery{BaselineFrom: "now-7d", BaselineTo: "now-6d", Optimisations: []verdict.Optimisation{verdict.SpecDecode}}},
+		{name: "an slo burn query of one severity", json: `{"queryType": "slo", "format": "burn", "slos": ["ttft-1s"], "severity": "page"}`,
+			want: SLOQuery{Format: FormatSLOBurn, SLOs: []string{"ttft-1s"}, Severity: slo.Page}},
 		{name: "Grafana's own fields and another query type's are left aside", json: `{"queryType": "signals", "refId": "A", "intervalMs": 15000, "traceId": "abc"}`,
 			want: SignalsQuery{}},
 	} {
