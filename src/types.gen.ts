@@ -58,10 +58,15 @@ export const EXPLAIN_FORMATS: readonly ExplainFormat[] = ['annotation'];
  *   of the instance's misses; rule none for the misses while no finding was
  * - `goodput`: per instance and model, then per model's fleet, the requests per second served (without abort or error)
  *   that met every objective of the model, bounded (goodput_low, goodput_high); objectives on itl are left out
+ * - `burn`: alert series per objective, instance, model and severity (multi-window, multi-burn-rate): page while the
+ *   burn rate is above 14.4 over 1h and 5m, or above 6 over 6h and 30m (factors for a 30-day window, scaled to the
+ *   objective's); ticket while the burn rate is above 1 over 3d and 6h (factors for a 30-day window, scaled to the
+ *   objective's); the value is the lesser burn rate of the pair that holds, else 0; labels slo, instance, model_name,
+ *   severity and top_rule (the finding holding most misses over the range)
  */
-export type SLOFormat = 'status' | 'attribution' | 'goodput';
+export type SLOFormat = 'status' | 'attribution' | 'goodput' | 'burn';
 
-export const SLO_FORMATS: readonly SLOFormat[] = ['status', 'attribution', 'goodput'];
+export const SLO_FORMATS: readonly SLOFormat[] = ['status', 'attribution', 'goodput', 'burn'];
 
 /**
  * Severity ranks a finding: critical, warning or info.
@@ -109,6 +114,17 @@ export const TRACES_BACKENDS: readonly TracesBackend[] = ['none', 'tempo', 'jaeg
 export type Indicator = 'ttft' | 'tpot' | 'itl' | 'e2e' | 'availability';
 
 export const INDICATORS: readonly Indicator[] = ['ttft', 'tpot', 'itl', 'e2e', 'availability'];
+
+/**
+ * BurnSeverity is how a burn-rate alert asks for attention: a page now, or a ticket.
+ *
+ * - `page`: the burn rate is above 14.4 over 1h and 5m, or above 6 over 6h and 30m (factors for a 30-day window, scaled
+ *   to the objective's)
+ * - `ticket`: the burn rate is above 1 over 3d and 6h (factors for a 30-day window, scaled to the objective's)
+ */
+export type BurnSeverity = 'page' | 'ticket';
+
+export const BURN_SEVERITIES: readonly BurnSeverity[] = ['page', 'ticket'];
 
 /**
  * A query of this data source as Grafana stores it: its queryType and the fields of every query type, each marked with
@@ -201,6 +217,8 @@ export interface QueryModel {
   rule?: string;
   /** slo: The objectives' names to answer; empty means every objective. */
   slos?: string[];
+  /** slo: Burn format: the alert series of this severity only (an alert rule's page or ticket); empty means both. */
+  severity?: BurnSeverity;
   /** text form: The text form, such as explain 4bf92f3577b34da6a3ce929d0e0e4736. */
   expr?: string;
 }

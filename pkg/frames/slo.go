@@ -133,3 +133,34 @@ func SLOGoodput(rows []slo.Goodput, leftOut []slo.Objective, executed string, no
 	out[0].Meta.Notices = ns
 	return out
 }
+
+// SLOBurn is the slo query's `burn` format for Grafana unified alerting: one numeric series per
+// objective, key and severity (slo.BurnValue at each step: above 0 while the severity's burn
+// rates hold), labelled slo, instance, model_name and severity, and top_rule when a finding
+// holds the largest share of the key's misses over the range, as dataplane time-series-multi
+// frames. The first frame alone carries the executed queries and the notices (a fleet's alert
+// series would repeat them hundreds of times); with no series, one typed empty frame does.
+func SLOBurn(times []time.Time, alerts []slo.BurnAlert, executed string, notices []string) data.Frames {
+	meta := func() *data.FrameMeta {
+		return &data.FrameMeta{Type: data.FrameTypeTimeSeriesMulti, TypeVersion: data.FrameTypeVersion{0, 1}}
+	}
+	out := make(data.Frames, 0, len(alerts))
+	for _, a := range alerts {
+		labels := KeyLabels(a.Key)
+		labels["slo"], labels["severity"] = a.Objective.Name, string(a.Severity)
+		if a.TopRule != "" {
+			labels["top_rule"] = a.TopRule
+		}
+		frame := data.NewFrame("slo_burn", data.NewField("time", nil, append([]time.Time(nil), times...)),
+			data.NewField("value", labels, append([]float64(nil), a.Values...)))
+		frame.Meta = meta()
+		out = append(out, frame)
+	}
+	if len(out) == 0 {
+		empty := data.NewFrame("slo_burn", data.NewField("time", nil, []time.Time{}), data.NewField("value", nil, []float64{}))
+		empty.Meta = meta()
+		out = append(out, empty)
+	}
+	out[0].Meta.ExecutedQueryString, out[0].Meta.Notices = executed, warnings(notices)
+	return out
+}

@@ -122,3 +122,41 @@ func TestSLOGoodputWithoutSeriesSaysWhy(t *testing.T) {
 		t.Errorf("%d frames, want one empty frame with a notice saying no instance has the metrics", len(fs))
 	}
 }
+
+func TestSLOBurnFramesAreLabelledAlertSeries(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	times := []time.Time{t0, t0.Add(time.Minute)}
+	o := slo.Objective{Name: "ttft-1s"}
+	k := series.Key{Instance: "a", Model: "m"}
+	for _, c := range []struct {
+		name   string
+		alerts []slo.BurnAlert
+		labels []data.Labels
+	}{
+		{"a series per severity; top_rule only when known", []slo.BurnAlert{
+			{Objective: o, Key: k, Severity: slo.Page, Values: []float64{0, 20}, TopRule: "kv_cache_saturated"},
+			{Objective: o, Key: k, Severity: slo.Ticket, Values: []float64{0, 0}},
+		}, []data.Labels{
+			{"slo": "ttft-1s", "instance": "a", "model_name": "m", "severity": "page", "top_rule": "kv_cache_saturated"},
+			{"slo": "ttft-1s", "instance": "a", "model_name": "m", "severity": "ticket"},
+		}},
+		{"no series: one typed empty frame", nil, []data.Labels{nil}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fs := SLOBurn(times, c.alerts, "q", []string{"a notice"})
+			if len(fs) != len(c.labels) {
+				t.Fatalf("%d frames, want %d", len(fs), len(c.labels))
+			}
+			for i, f := range fs {
+				first := i == 0
+				if f.Meta == nil || f.Meta.Type != data.FrameTypeTimeSeriesMulti || (len(f.Meta.Notices) == 1) != first || (f.Meta.ExecutedQueryString == "q") != first {
+					t.Fatalf("frame %d meta %+v; want the executed queries and the notice on the first frame alone", i, f.Meta)
+				}
+				v := f.Fields[1]
+				if v.Type() != data.FieldTypeFloat64 || v.Labels.String() != c.labels[i].String() {
+					t.Errorf("frame %d: %s labels %v, want float64 labelled %v", i, v.Type(), v.Labels, c.labels[i])
+				}
+			}
+		})
+	}
+}

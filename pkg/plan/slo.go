@@ -121,3 +121,22 @@ func (p SLO) Goodput() signals.Request {
 	r.Signals = AvailabilitySignals
 	return r
 }
+
+// ForBurn plans the burn format, whose every step of the range reads the burn rates of the
+// windows before it: Recent reaches back over the slow burn-rate window before the range (the
+// page pairs' longest), and Budget, whose budget left the format does not read, holds the
+// longest window of slo.BurnPairs (the ticket's) before the range instead, at no more than
+// sloBudgetPoints steps.
+func (p SLO) ForBurn() SLO {
+	if start := p.From.Add(-slo.BurnLong).Truncate(p.Recent.Step); start.Before(p.Recent.Start) {
+		p.Recent.Start = start
+	}
+	var longest time.Duration
+	for _, b := range slo.BurnPairs {
+		longest = max(longest, b.Long)
+	}
+	start := p.From.Add(-longest)
+	p.Budget.Step = max(p.Recent.Step, (p.To.Sub(start) / sloBudgetPoints).Round(time.Minute))
+	p.Budget.Start = start.Truncate(p.Budget.Step)
+	return p
+}

@@ -177,3 +177,39 @@ func TestDiagnosisPlanGivesTheTTFTObjectives(t *testing.T) {
 		t.Errorf("TTFT objectives %+v, want ttft-1s of 1 s for llama models only", got)
 	}
 }
+
+// TestSLOPlanForBurn: every step of the range reads the windows before it, whatever the
+// objective's window.
+func TestSLOPlanForBurn(t *testing.T) {
+	raw := `[{"name": "a", "indicator": "ttft", "threshold": 1, "objective": 0.99, "window": "28d"}]`
+	for _, c := range []struct {
+		name       string
+		span       time.Duration
+		budgetStep time.Duration
+	}{
+		{"2 hours: the ticket's 3 days before, every 4 minutes ((3 d + 2 h) / 1000)", 2 * time.Hour, 4 * time.Minute},
+		{"a day: every 6 minutes ((3 d + 1 d) / 1000)", 24 * time.Hour, 6 * time.Minute},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sc := plan.Scope{From: t0, To: t0.Add(c.span), Interval: time.Minute}
+			p, err := plan.NewSLO(settings, sc, objectives(t, raw), nil, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p = p.ForBurn()
+			for _, x := range []struct {
+				what      string
+				got, want any
+			}{
+				{"recent start: the 6 h burn window before the range's start", p.Recent.Start, t0.Add(-slo.BurnLong)},
+				{"budget start: the 3 d before the range's start", p.Budget.Start, t0.Add(-3 * 24 * time.Hour).Truncate(c.budgetStep)},
+				{"budget step", p.Budget.Step, c.budgetStep},
+				{"budget end", p.Budget.End, sc.To},
+			} {
+				if x.got != x.want {
+					t.Errorf("%s: %v, want %v", x.what, x.got, x.want)
+				}
+			}
+		})
+	}
+}

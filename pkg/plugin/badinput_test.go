@@ -154,11 +154,12 @@ func badObjectives(t *testing.T, e *env) {
 		}
 	}
 	res := e.query(t, pc, e.dataQuery("A", signalsQuery(string(series.TTFTP50))), e.dataQuery("B", map[string]any{"queryType": "diagnosis"}),
-		e.dataQuery("S", map[string]any{"queryType": "slo"}), e.dataQuery("T", map[string]any{"queryType": "slo", "format": "attribution"}))
+		e.dataQuery("S", map[string]any{"queryType": "slo"}), e.dataQuery("T", map[string]any{"queryType": "slo", "format": "attribution"}),
+		e.dataQuery("U", map[string]any{"queryType": "slo", "format": "burn"}))
 	for _, ref := range []string{"A", "B"} {
 		okResponse(t, res, ref)
 	}
-	for _, ref := range []string{"S", "T"} {
+	for _, ref := range []string{"S", "T", "U"} {
 		checkFailure(t, res.Responses[ref], badQueryFailure(`slos[0] "ttft-2s"`, "objective 99", "such as 0.99"))
 	}
 }
@@ -170,8 +171,13 @@ func withObjectives(e *env) backend.PluginContext {
 }
 
 func unknownSLOFormat(t *testing.T, e *env) {
-	q := e.dataQuery("BAD", map[string]any{"queryType": "slo", "format": "burn"})
-	failsAlone(t, e, withObjectives(e), q, badQueryFailure(`"burn"`, "status, attribution"))
+	q := e.dataQuery("BAD", map[string]any{"queryType": "slo", "format": "burndown"})
+	failsAlone(t, e, withObjectives(e), q, badQueryFailure(`"burndown"`, "status, attribution, burn"))
+}
+
+func unknownBurnSeverity(t *testing.T, e *env) {
+	q := e.dataQuery("BAD", map[string]any{"queryType": "slo", "format": "burn", "severity": "critical"})
+	failsAlone(t, e, withObjectives(e), q, badQueryFailure(`severity "critical"`, "page, ticket"))
 }
 
 func unknownObjective(t *testing.T, e *env) {

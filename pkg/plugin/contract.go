@@ -99,6 +99,10 @@ func Enumerations() []Enumeration {
 	for i, ind := range slo.Indicators {
 		indicators[i] = EnumValue{Value: string(ind.Indicator), Doc: ind.Doc}
 	}
+	burnSeverities := make([]EnumValue, len(slo.BurnSeverities))
+	for i, sev := range slo.BurnSeverities {
+		burnSeverities[i] = EnumValue{Value: string(sev), Doc: burnSeverityDoc(sev)}
+	}
 	optimisations := make([]EnumValue, len(verdict.All))
 	for i, o := range verdict.All {
 		optimisations[i] = EnumValue{Value: string(o)}
@@ -112,6 +116,7 @@ func Enumerations() []Enumeration {
 		{Type: reflect.TypeFor[verdict.Optimisation](), Values: optimisations},
 		{Type: reflect.TypeFor[TracesBackend](), Values: enumValues(tracesBackends)},
 		{Type: reflect.TypeFor[slo.Indicator](), Values: indicators},
+		{Type: reflect.TypeFor[slo.BurnSeverity](), Values: burnSeverities},
 	}
 }
 

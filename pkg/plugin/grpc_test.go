@@ -52,6 +52,7 @@ func TestPluginOverGRPC(t *testing.T) {
 		{"invalid label matchers in settings fail every query and health", invalidLabelMatchers},
 		{"bad objectives in settings fail health and every slo query, not the other queries", badObjectives},
 		{"unknown slo format fails that query only", unknownSLOFormat},
+		{"unknown burn severity fails that query only", unknownBurnSeverity},
 		{"an slo query naming an objective the settings lack fails that query only", unknownObjective},
 		{"an slo query without objectives in the settings fails that query only", sloWithoutObjectives},
 		{"unreachable Prometheus is a downstream error", unreachablePrometheus},

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
@@ -21,7 +22,13 @@ const (
 	FormatSLOStatus      SLOFormat = "status"
 	FormatSLOAttribution SLOFormat = "attribution"
 	FormatSLOGoodput     SLOFormat = "goodput"
+	FormatSLOBurn        SLOFormat = "burn"
 )
+
+// burnSeverityDoc says when a severity of the burn format holds.
+func burnSeverityDoc(sev slo.BurnSeverity) string {
+	return "the burn rate is " + slo.BurnConditions(sev) + " (factors for a 30-day window, scaled to the objective's)"
+}
 
 // sloFormat is one form of an slo query's answer.
 type sloFormat struct {
@@ -35,6 +42,9 @@ var sloFormats = []sloFormat{
 	{EnumValue: EnumValue{Value: string(FormatSLOStatus), Doc: "one row per objective, instance and model: attainment as an interval, the budget left over the objective's window, burn rates over 1 h and 6 h; a fleet row per objective and model"}},
 	{EnumValue: EnumValue{Value: string(FormatSLOAttribution), Doc: "one row per objective, instance and finding: the misses while the finding was active and their share of the instance's misses; rule none for the misses while no finding was"}, attribution: true},
 	{EnumValue: EnumValue{Value: string(FormatSLOGoodput), Doc: "per instance and model, then per model's fleet, the requests per second served (without abort or error) that met every objective of the model, bounded (goodput_low, goodput_high); objectives on itl are left out"}},
+	{EnumValue: EnumValue{Value: string(FormatSLOBurn), Doc: "alert series per objective, instance, model and severity (multi-window, multi-burn-rate): page while " +
+		burnSeverityDoc(slo.Page) + "; ticket while " + burnSeverityDoc(slo.Ticket) +
+		"; the value is the lesser burn rate of the pair that holds, else 0; labels slo, instance, model_name, severity and top_rule (the finding holding most misses over the range)"}, attribution: true},
 }
 
 func handleSLO(ctx context.Context, d *Datasource, q backend.DataQuery, query SLOQuery) backend.DataResponse {
@@ -48,6 +58,13 @@ func handleSLO(ctx context.Context, d *Datasource, q backend.DataQuery, query SL
 	p, err := plan.NewSLO(d.planSettings(), scopeOf(q, query.Scope), d.settings.SLOs, query.SLOs, format.attribution)
 	if err != nil {
 		return errorResponse(err)
+	}
+	burn := format.Value == string(FormatSLOBurn)
+	if query.Severity != "" && !slices.Contains(slo.BurnSeverities, query.Severity) {
+		return badQuery(fmt.Errorf("severity %q is not one of %s", query.Severity, burnSeverityList()))
+	}
+	if burn {
+		p = p.ForBurn()
 	}
 	var (
 		res  []*signals.Result
@@ -68,6 +85,10 @@ func handleSLO(ctx context.Context, d *Datasource, q backend.DataQuery, query SL
 	recent, budget := res[0], res[1]
 	executed := p.Executed(recent.Plan, budget.Plan)
 	notices := append(append([]string(nil), recent.Notices...), budget.Notices...)
+	if burn {
+		times, alerts := slo.BurnAlerts(p.Objectives, recent.Set, budget.Set, p.From, diag.Result.Findings, query.Severity)
+		return backend.DataResponse{Frames: frames.SLOBurn(times, alerts, executed+"\n"+diag.Executed, notices)}
+	}
 	if format.attribution {
 		// The evaluation attributed every objective's misses (the findings' slo_misses): keep
 		// the query's.
@@ -92,4 +113,13 @@ func goodput(ctx context.Context, d *Datasource, p plan.SLO) backend.DataRespons
 	rows, leftOut := slo.Goodputs(p.Objectives, res[0].Set, p.From)
 	executed := fmt.Sprintf("Goodput from %s to %s.\n%s", p.From.UTC().Format(time.RFC3339), p.To.UTC().Format(time.RFC3339), res[0].Plan)
 	return backend.DataResponse{Frames: frames.SLOGoodput(rows, leftOut, executed, res[0].Notices)}
+}
+
+// burnSeverityList names the severities of the burn format, for messages.
+func burnSeverityList() string {
+	names := make([]string, len(slo.BurnSeverities))
+	for i, s := range slo.BurnSeverities {
+		names[i] = string(s)
+	}
+	return strings.Join(names, ", ")
 }

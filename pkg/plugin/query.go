@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/seed/vllm-datasource/pkg/diagnosis"
+	"github.com/seed/vllm-datasource/pkg/slo"
 	"github.com/seed/vllm-datasource/pkg/verdict"
 )
 
@@ -135,6 +136,9 @@ type SLOQuery struct {
 	SLOs []string `json:"slos,omitempty"`
 	// The form of the answer; empty means status.
 	Format SLOFormat `json:"format,omitempty"`
+	// Burn format: the alert series of this severity only (an alert rule's page or ticket);
+	// empty means both.
+	Severity slo.BurnSeverity `json:"severity,omitempty"`
 }
 
 // TextQuery is the one-line text form that Grafana's trace-to-metrics links and correlations

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/seed/vllm-datasource/pkg/diagnosis"
+	"github.com/seed/vllm-datasource/pkg/slo"
 	"github.com/seed/vllm-datasource/pkg/verdict"
 )
 
@@ -47,6 +48,8 @@ func TestParseQueryReadsEachQueryTypesModel(t *testing.T) {
 			want: VerdictQuery{BaselineFrom: "now-7d", BaselineTo: "now-6d", Optimisations: []verdict.Optimisation{verdict.SpecDecode}}},
 		{name: "a verdict query checking a rule's promise", json: `{"queryType": "verdict", "baselineFrom": "now-7d", "rule": "kv_cache_saturated"}`,
 			want: VerdictQuery{BaselineFrom: "now-7d", Rule: "kv_cache_saturated"}},
+		{name: "an slo burn query of one severity", json: `{"queryType": "slo", "format": "burn", "slos": ["ttft-1s"], "severity": "page"}`,
+			want: SLOQuery{Format: FormatSLOBurn, SLOs: []string{"ttft-1s"}, Severity: slo.Page}},
 		{name: "Grafana's own fields and another query type's are left aside", json: `{"queryType": "signals", "refId": "A", "intervalMs": 15000, "traceId": "abc"}`,
 			want: SignalsQuery{}},
 	} {

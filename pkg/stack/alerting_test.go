@@ -2,6 +2,7 @@ package stack
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -32,10 +33,34 @@ type expression struct {
 
 const exprDatasource = "__expr__"
 
-func loadAlertRules(t *testing.T) []AlertRule {
+// The provisioned alert rule files: the diagnosis matrix's and the objectives'.
+const (
+	matrixRulesFile = "vllm-rules.yaml"
+	sloRulesFile    = "vllm-slo-rules.yaml"
+)
+
+// loadAlertRules reads the diagnosis matrix's alert rules.
+func loadAlertRules(t *testing.T) []AlertRule { return loadAlertFile(t, matrixRulesFile) }
+
+// loadEveryAlertRule reads the rules of every file Grafana provisions from
+// provisioning/alerting, so that a new file is checked by the tests that hold for any rule.
+func loadEveryAlertRule(t *testing.T) []AlertRule {
+	t.Helper()
+	files, err := filepath.Glob(path("provisioning", "alerting", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no alert rule files: %v", err)
+	}
+	var out []AlertRule
+	for _, f := range files {
+		out = append(out, loadAlertFile(t, filepath.Base(f))...)
+	}
+	return out
+}
+
+func loadAlertFile(t *testing.T, name string) []AlertRule {
 	t.Helper()
 	var f AlertingFile
-	readYAMLStrict(t, path("provisioning", "alerting", "vllm-rules.yaml"), &f)
+	readYAMLStrict(t, path("provisioning", "alerting", name), &f)
 	if f.APIVersion != 1 || len(f.Groups) == 0 {
 		t.Fatalf("apiVersion %d with %d groups", f.APIVersion, len(f.Groups))
 	}
@@ -109,7 +134,7 @@ func TestAlertRulesCoverEveryRuleOfTheMatrixOnce(t *testing.T) {
 // recommendation queries included, is one the plugin's query schema accepts.
 func TestEveryAlertQueryFollowsThePluginsSchema(t *testing.T) {
 	var queries int
-	for _, r := range loadAlertRules(t) {
+	for _, r := range loadEveryAlertRule(t) {
 		for _, d := range r.Data {
 			if d.DatasourceUID == exprDatasource {
 				continue
@@ -126,7 +151,7 @@ func TestEveryAlertQueryFollowsThePluginsSchema(t *testing.T) {
 }
 
 func TestAlertRulesFireWhenTheLastValueIsAboveZero(t *testing.T) {
-	for _, r := range loadAlertRules(t) {
+	for _, r := range loadEveryAlertRule(t) {
 		t.Run(r.Title, func(t *testing.T) {
 			refs := map[string]AlertQuery{}
 			for _, d := range r.Data {
@@ -155,7 +180,7 @@ func TestAlertRulesFireWhenTheLastValueIsAboveZero(t *testing.T) {
 				t.Fatalf("threshold reads %s, not a reduce (last): %+v", threshold.Expression, reduce)
 			}
 			if reduce.Expression != r.Data[0].RefID {
-				t.Errorf("reduce reads %q, not the diagnosis query %s", reduce.Expression, r.Data[0].RefID)
+				t.Errorf("reduce reads %q, not the rule's first query %s", reduce.Expression, r.Data[0].RefID)
 			}
 			for _, e := range []expression{threshold, reduce} {
 				if e.Datasource.UID != exprDatasource || e.RefID == "" {
@@ -224,7 +249,7 @@ func TestAlertRulesLinkToAnExistingPanel(t *testing.T) {
 			panels[d.UID] = append(panels[d.UID], p.ID)
 		}
 	}
-	for _, r := range loadAlertRules(t) {
+	for _, r := range loadEveryAlertRule(t) {
 		if r.DashboardUID == "" {
 			continue
 		}

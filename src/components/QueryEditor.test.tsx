@@ -303,6 +303,12 @@ describe('QueryEditor: slo', () => {
     await chooseOption(user, ids.slos, 'up');
     expect(lastQuery()).toMatchObject({ slos: ['up'] });
   });
+
+  it('switches to the burn format', async () => {
+    const { user, lastQuery } = setup({ queryType: 'slo' });
+    await user.click(within(screen.getByTestId(ids.sloFormat)).getByText('Burn'));
+    expect(lastQuery()).toMatchObject({ format: 'burn' });
+  });
 });
 
 it('lists the instances and models seen in the panel time range', async () => {

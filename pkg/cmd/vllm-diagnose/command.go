@@ -48,6 +48,9 @@ type options struct {
 	baseline      string
 	optimisations []string
 	rule          string
+
+	slosFile string
+	slo      string
 }
 
 // rootCommand is the command tree with the exit code its run left.
@@ -156,7 +159,7 @@ Exit codes: 0 nothing firing, 1 warnings, 2 critical findings, 3 a backend unrea
 	verdictCmd.Flags().StringVar(&o.baseline, "baseline", "", "the window to compare with, FROM..TO (each as --from), such as now-7d..now-6d")
 	verdictCmd.Flags().StringSliceVar(&o.optimisations, "optimisations", nil, "optimisations deployed between the windows: "+optimisationNames())
 	verdictCmd.Flags().StringVar(&o.rule, "rule", "", "a diagnosis rule whose advice was applied between the windows: did the signal it promises to move (preemptions for kv_cache_saturated, …) move? Exit 1 when it did not move or got worse: "+strings.Join(diagnosis.IDs(), ", "))
-	root.AddCommand(explain, verdictCmd, c.demoCommand())
+	root.AddCommand(explain, verdictCmd, c.demoCommand(), c.sloCommand())
 	c.root = root
 	return c
 }

@@ -1,11 +1,13 @@
 // Command vllm-diagnose runs the vLLM Diagnosis plugin's engine from a terminal or a CI job:
-// the findings of a time range, one request explained, or the verdict of an optimisation.
+// the findings of a time range, one request explained, the verdict of an optimisation, or the
+// service-level objectives' status and burn-rate alerts.
 //
 //	vllm-diagnose --prometheus URL [--jaeger URL | --tempo URL] [--since 30m | --from T --to T]
 //	    [--instance RE] [--model RE] [--label-matchers '{job="vllm"}'] [--thresholds FILE]
 //	    [--output table|json|prometheus] [--watch [--every 1m]]
 //	vllm-diagnose explain TRACE_ID --prometheus URL --jaeger URL
 //	vllm-diagnose verdict --baseline FROM..TO --prometheus URL [--since 1h | --from T --to T] [--rule RULE]
+//	vllm-diagnose slo --slos FILE [--slo NAME] --prometheus URL [--since 1h | --from T --to T]
 //	vllm-diagnose --scrape URL[,URL…] [--scrape-interval 15s] [--watch] [--save DIR]
 //	vllm-diagnose --from-dir DIR [--from T --to T]
 //	vllm-diagnose demo [--scenario NAME] [--generation v0|v1] [--list] [--save DIR]
@@ -20,8 +22,8 @@
 //
 // Exit codes: 0 nothing firing, 1 warnings (or an optimisation that did not work; with verdict
 // --rule, the signal the rule's advice promises to move did not move or got worse on some
-// instance), 2 critical findings, 3 a backend unreachable or bad input. Every error is one line
-// on stderr.
+// instance; or a ticket burn-rate alert), 2 critical findings (or a page burn-rate alert), 3 a
+// backend unreachable or bad input. Every error is one line on stderr.
 package main
 
 import (

@@ -37,6 +37,9 @@ type connection struct {
 	instanceLabel, modelLabel                     string
 	serviceName, spanName                         string
 	spanInstanceAttr, spanModelAttr               string
+
+	// slos are the objectives (jsonData.slos) the slo command read from its file.
+	slos json.RawMessage
 }
 
 // secret reads a secret from its file flag, else from its environment variable; a file's
@@ -83,6 +86,9 @@ func (c connection) instanceSettings(getenv func(string) string) (backend.DataSo
 			return s, fmt.Errorf("the thresholds file %s is not JSON: write rule id → parameter → number, such as {\"kv_cache_saturated\": {\"kv_usage\": 0.9}}", c.thresholdsFile)
 		}
 		pd.Thresholds = plugin.ThresholdsJSON{RawMessage: raw}
+	}
+	if len(c.slos) > 0 {
+		pd.SLOs = plugin.SLOsJSON{RawMessage: c.slos}
 	}
 	// Grafana's own HTTP settings sit beside the plugin's in jsonData.
 	jd, err := grafanaJSONData(pd)
