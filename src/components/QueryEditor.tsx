@@ -65,7 +65,10 @@ const SLO_FORMAT_LABELS: Record<SLOFormat, SelectableValue<SLOFormat>> = {
   status: { label: 'Status', description: 'Attainment, budget left and burn rates per objective and instance' },
   attribution: { label: 'Attribution', description: 'Which findings the misses of each objective happened under' },
   goodput: { label: 'Goodput', description: 'Requests per second that met every objective of their model, bounded' },
-  burn: { label: 'Burn', description: 'Alert series: page or ticket while the error budget burns too fast, per instance' },
+  burn: {
+    label: 'Burn',
+    description: 'Alert series: page or ticket while the error budget burns too fast, per instance',
+  },
 };
 
 const SLO_FORMAT_OPTIONS = SLO_FORMATS.map((value) => ({ ...SLO_FORMAT_LABELS[value], value }));
