@@ -172,7 +172,7 @@ func withObjectives(e *env) backend.PluginContext {
 
 func unknownSLOFormat(t *testing.T, e *env) {
 	q := e.dataQuery("BAD", map[string]any{"queryType": "slo", "format": "burndown"})
-	failsAlone(t, e, withObjectives(e), q, badQueryFailure(`"burndown"`, "status, attribution, burn"))
+	failsAlone(t, e, withObjectives(e), q, badQueryFailure(`"burndown"`, "status, attribution, goodput, burn"))
 }
 
 func unknownBurnSeverity(t *testing.T, e *env) {
