@@ -368,7 +368,7 @@ func (c *checkSink) preempted(*request) {
 	}
 }
 
-func (c *checkSink) prefixLookup(int, int)                  {}
+func (c *checkSink) prefixLookup(int, int, bool)            {}
 func (c *checkSink) firstToken(*request, float64)           {}
 func (c *checkSink) tokens(*request, int, float64, float64) {}
 func (c *checkSink) spec(int, int, int, []int)              {}
