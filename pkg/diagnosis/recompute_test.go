@@ -62,16 +62,25 @@ func TestFirstHitRateDiscountsRecomputes(t *testing.T) {
 	}
 }
 
-// A hit rate of 0.6 counted is above hit_rate, but 0.45 of first-time lookups is below it: the
-// finding comes from the discount, and says so.
+// A hit rate of 0.6 (0.55) counted is above hit_rate, but 0.45 (0.42) of first-time lookups is
+// below it: the finding comes from the discount, says so, and its recommendation starts from it.
 func TestRecomputesDoNotHideAPrefixMiss(t *testing.T) {
 	cases := []struct {
-		name, want string
-		after      map[series.Signal]sample
+		name, derived, text string
+		current             float64 // the recommendation's hit rate now, 0: no finding
+		after               map[series.Signal]sample
 	}{
-		{"recomputes discounted below hit_rate", "prefix-cache hit rate 0.6 counted, 0.45 of first-time lookups: 2 preemptions/s × 1000 prompt tokens = 2000 of 4000 tokens looked up per second discounted as recomputes, 0.75 of them as hits",
+		{"recomputes discounted below hit_rate",
+			"prefix-cache hit rate 0.6 counted, 0.45 of first-time lookups: 2 preemptions/s × 1000 prompt tokens = 2000 of 4000 tokens looked up per second discounted as recomputes, 0.75 of them as hits",
+			"prefix-cache hit rate 0.45 of first-time lookups (0.6 counted)", 0.45,
 			recomputeLoad(map[series.Signal]sample{series.TTFTP50: qb(0.8, 0.75, 1)})},
-		{"the same rate without preemptions", "", recomputeLoad(map[series.Signal]sample{series.TTFTP50: qb(0.8, 0.75, 1), series.PreemptionRate: x(0)})},
+		// (0.55 × 2500 − 0.75 × 1000) / 1500
+		{"R bounded by the lookups beyond the prompt tokens",
+			"prefix-cache hit rate 0.55 counted, 0.4167 of first-time lookups: the lookups beyond the 1500 prompt tokens processed, fewer than 2 preemptions/s × 1000 prompt tokens: 1000 of 2500 tokens looked up per second discounted as recomputes, 0.75 of them as hits",
+			"prefix-cache hit rate 0.4167 of first-time lookups (0.55 counted)", 0.417,
+			recomputeLoad(map[series.Signal]sample{series.TTFTP50: qb(0.8, 0.75, 1), series.PrefixCacheHitRate: x(0.55), series.PrefixCacheQueryTPS: x(2500)})},
+		{"the same rate without preemptions", "", "", 0,
+			recomputeLoad(map[series.Signal]sample{series.TTFTP50: qb(0.8, 0.75, 1), series.PreemptionRate: x(0)})},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -79,7 +88,7 @@ func TestRecomputesDoNotHideAPrefixMiss(t *testing.T) {
 			scenario(set, keyA, c.after)
 			res := evaluate(t, set, Options{Rules: []string{PrefixCacheMiss}, EvalFrom: evalFrom})
 			got := findingsOf(res, PrefixCacheMiss)
-			if c.want == "" {
+			if c.current == 0 {
 				if len(got) != 0 {
 					t.Fatalf("want no finding, got %q", got[0].Text)
 				}
@@ -89,16 +98,15 @@ func TestRecomputesDoNotHideAPrefixMiss(t *testing.T) {
 				t.Fatalf("%d findings, want 1", len(got))
 			}
 			f := got[0]
-			if f.Evidence.Derived != c.want {
-				t.Errorf("evidence derived %q, want %q", f.Evidence.Derived, c.want)
+			if f.Evidence.Derived != c.derived || !strings.HasSuffix(f.Evidence.String(), "; at the peak, "+c.derived) {
+				t.Errorf("evidence %q, want it to end with %q", f.Evidence.String(), c.derived)
 			}
-			if !strings.Contains(f.Evidence.String(), c.want) || !strings.Contains(f.Text, "prefix-cache hit rate 0.45 of first-time lookups (0.6 counted)") {
-				t.Errorf("evidence %q or text %q does not state the discount", f.Evidence.String(), f.Text)
+			if !strings.Contains(f.Text, c.text) {
+				t.Errorf("text %q does not say %q", f.Text, c.text)
 			}
-			// The recommendation starts from the same rate: the hour before (0.8, no preemption)
-			// against 0.45 now.
-			if cur := f.Recommendation.Current; cur.Low != 0.45 || cur.High != 0.45 || f.Recommendation.Value != 0.8 {
-				t.Errorf("recommendation %+v, want 0.8 against 0.45 now", f.Recommendation)
+			// The hour before held 0.8 without preemption.
+			if cur := f.Recommendation.Current; cur.Low != c.current || cur.High != c.current || f.Recommendation.Value != 0.8 {
+				t.Errorf("recommendation %+v, want 0.8 against %v now", f.Recommendation, c.current)
 			}
 		})
 	}

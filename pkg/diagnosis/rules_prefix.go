@@ -69,9 +69,10 @@ type hitRate struct {
 	value float64 // the first-time estimate; NaN without a hit rate
 	raw   float64 // the counters' hit rate, recomputes included
 	// recompute is R, the tokens per second taken out as recompute lookups (0: no discount),
-	// queries the tokens looked up per second, share the recompute_hit_share in force, and
-	// preemptions and prompt the rate and the mean prompt R comes from.
-	recompute, queries, share, preemptions, prompt float64
+	// queries the tokens looked up per second, share the recompute_hit_share in force,
+	// preemptions and prompt the rate and the mean prompt R comes from, and processed the
+	// prompt tokens processed per second when the lookups beyond them bound R.
+	recompute, queries, share, preemptions, prompt, processed float64
 }
 
 // firstHitRate discounts preempted requests' recompute lookups from the hit rate at step i. vLLM
@@ -93,7 +94,9 @@ func firstHitRate(e *env, i int) hitRate {
 	case math.IsNaN(h.raw) || !(r > 0):
 		return h
 	case !math.IsNaN(q) && !math.IsNaN(processed):
-		r = math.Min(r, math.Max(0, q-processed))
+		if beyond := math.Max(0, q-processed); beyond < r {
+			r, h.processed = beyond, processed
+		}
 	case math.IsNaN(q) && !math.IsNaN(processed):
 		q = processed + r
 	default:
@@ -133,8 +136,13 @@ func (h hitRate) discount() string {
 	default:
 		return fmt.Sprintf("prefix-cache hit rate %s as counted: no preemption, no recompute lookup to discount", num(h.raw))
 	}
-	return fmt.Sprintf("prefix-cache hit rate %s counted, %s of first-time lookups: %s preemptions/s × %s prompt tokens = %s of %s tokens looked up per second discounted as recomputes, %s of them as hits",
-		num(h.raw), num(h.value), num(h.preemptions), whole(math.Round(h.prompt)), whole(math.Round(h.recompute)), whole(math.Round(h.queries)), num(h.share))
+	r := fmt.Sprintf("%s preemptions/s × %s prompt tokens = %s", num(h.preemptions), whole(math.Round(h.prompt)), whole(math.Round(h.recompute)))
+	if h.processed > 0 {
+		r = fmt.Sprintf("the lookups beyond the %s prompt tokens processed, fewer than %s preemptions/s × %s prompt tokens: %s",
+			whole(math.Round(h.processed)), num(h.preemptions), whole(math.Round(h.prompt)), whole(math.Round(h.recompute)))
+	}
+	return fmt.Sprintf("prefix-cache hit rate %s counted, %s of first-time lookups: %s of %s tokens looked up per second discounted as recomputes, %s of them as hits",
+		num(h.raw), num(h.value), r, whole(math.Round(h.queries)), num(h.share))
 }
 
 // prefixCachingOn makes prefix_cache_miss apply only where vllm:cache_config_info says prefix

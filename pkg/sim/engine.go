@@ -184,8 +184,7 @@ func (e *engine) takeKept(r *request, hit int) int {
 	if p == nil {
 		return 0
 	}
-	e.dropEntry(p)
-	e.evictable -= p.blocks
+	e.uncache(p)
 	if hit < p.start {
 		return 0
 	}
@@ -208,10 +207,12 @@ func (e *engine) forgetKept(r *request, used int) {
 	}
 }
 
-func (e *engine) dropEntry(p *prefixEntry) {
+// uncache takes an unreferenced entry out of the cache with the blocks eviction left it.
+func (e *engine) uncache(p *prefixEntry) {
 	for i, q := range e.prefixes {
 		if q == p {
 			e.prefixes = append(e.prefixes[:i], e.prefixes[i+1:]...)
+			e.evictable -= p.blocks
 			return
 		}
 	}
@@ -254,7 +255,7 @@ func (e *engine) publishPrefix(r *request) {
 // front of the queue, to prefill its prompt and output so far again. With prefix caching its
 // full computed blocks stay cached, evictable, until other requests need them: vLLM frees a
 // preempted request's blocks without dropping their hashes, so its recompute hits whatever of
-// them is left (reclaimKept).
+// them is left (takeKept).
 func (e *engine) preempt(r *request, now float64) {
 	keep := 0
 	if e.cfg.PrefixCaching {
@@ -498,8 +499,7 @@ func (e *engine) abortExpired(now float64) {
 		for _, r := range rs {
 			if r.deadline > 0 && r.deadline <= now {
 				if r.kept != nil {
-					e.dropEntry(r.kept)
-					e.evictable -= r.kept.blocks
+					e.uncache(r.kept)
 					e.forgetKept(r, 0)
 				}
 				e.release(r, now)
