@@ -83,6 +83,21 @@
 //     finding (Variant shared_prefix_shorter_than_block) names both. Prompts shorter than one
 //     block are reported as Variant prompts_shorter_than_block. Without the block size or the
 //     prompt length, no variant is claimed.
+//   - Recomputes are not prefix reuse. A request preempted by recompute is admitted again later
+//     and its prompt (and output so far) looked up in the prefix cache once more; that lookup
+//     mostly hits the request's own blocks, freed but still cached. vLLM counted those lookups
+//     in vllm:prefix_cache_queries_total and vllm:prefix_cache_hits_total until about 0.11, so
+//     under many preemptions the hit rate looked healthy while new prompts shared nothing.
+//     prefix_cache_miss therefore judges the hit rate of first-time lookups: the recompute
+//     lookups are R = preemption rate × mean prompt tokens, at most the lookups beyond the prompt
+//     tokens processed (prefix_cache_query_tps − prompt_tps: nothing where vLLM leaves recomputes
+//     out of the counters, as later releases do), of which recompute_hit_share hit; the estimate
+//     is (hits − share·R) / (queries − R), clamped to [0, 1]. Without the lookups' counter (V0),
+//     queries are the prompt tokens processed plus R. The finding states both rates and R
+//     (Evidence.Derived), and its recommendation and short-prefix reading use the same estimate.
+//     R undercounts a little (a recompute looks up the output so far too) and the share is a
+//     default: the hits a recompute finds depend on how much of its blocks other requests
+//     evicted meanwhile.
 //   - decode_bound's "TPOT p99" is the p99 of each request's mean time per output token
 //     (vllm:request_time_per_output_token_seconds). vLLM V0 had no such histogram: its
 //     time_per_output_token_seconds is the inter-token latency under its old name, one

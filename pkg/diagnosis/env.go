@@ -204,14 +204,19 @@ const minBaselineCoverage = 0.5
 // when it has a sample and, for quantiles, bucket bounds and enough requests. The median keeps a
 // short incident inside the window from moving the baseline.
 func (e *env) baseline(s series.Signal, quantile bool) *baselineSeries {
-	k := baseKey{s, quantile}
+	return e.baselineOf(baseKey{s, quantile}, func() *series.Series { return e.set.Get(e.key, s) })
+}
+
+// baselineOf is baseline for a series a rule derives (k names it), computed once per key.
+func (e *env) baselineOf(k baseKey, get func() *series.Series) *baselineSeries {
+	quantile := k.quantile
 	if b, ok := e.baselines[k]; ok {
 		return b
 	}
 	n := e.set.Grid.Len
 	b := &baselineSeries{value: series.NaNs(n), upper: series.NaNs(n)}
 	e.baselines[k] = b
-	x := e.set.Get(e.key, s)
+	x := get()
 	if x == nil || e.baseSteps < 1 {
 		return b
 	}

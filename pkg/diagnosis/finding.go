@@ -64,6 +64,10 @@ type Evidence struct {
 	Thresholds []Param
 	// Requests is the request count of the rate window at start, peak and end; NaN without it.
 	Requests [3]float64
+	// Derived is what the condition computed from its signals at the peak, in words, such as
+	// prefix_cache_miss's discount of recompute lookups; empty for a rule that compares its
+	// signals as they are.
+	Derived string
 }
 
 // EvidenceValue is one signal at a finding's start, peak and end. A baseline entry holds the
@@ -185,6 +189,9 @@ func evidenceOf(e *env, sp span) Evidence {
 	}
 	for k, i := range steps {
 		ev.Requests[k] = e.optional(series.RequestCount, i)
+	}
+	if e.rule.derived != nil {
+		ev.Derived = e.rule.derived(e, sp)
 	}
 	return ev
 }

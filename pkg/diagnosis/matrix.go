@@ -13,6 +13,7 @@ const (
 	baselineFactorParam    = "baseline_factor"
 	meanRiseParam          = "mean_rise"
 	nearZeroHitRateParam   = "near_zero_hit_rate"
+	recomputeHitShareParam = "recompute_hit_share"
 	criticalBelowParam     = "critical_below"
 	preemptionRateParam    = "preemption_rate"
 	preemptionsPerMinParam = "preemptions_per_minute"

@@ -210,9 +210,14 @@ func (e *env) maxOver(s series.Signal, from, to int) float64 {
 
 // meanOver is a signal's mean over steps [from, to], NaN steps skipped.
 func (e *env) meanOver(s series.Signal, from, to int) float64 {
+	return meanOf(func(i int) float64 { return e.at(s, i) }, from, to)
+}
+
+// meanOf is the mean of value(i) over steps [from, to], NaN steps skipped.
+func meanOf(value func(i int) float64, from, to int) float64 {
 	sum, n := 0.0, 0
 	for i := from; i <= to; i++ {
-		if v := e.at(s, i); !math.IsNaN(v) {
+		if v := value(i); !math.IsNaN(v) {
 			sum += v
 			n++
 		}

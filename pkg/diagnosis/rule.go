@@ -123,6 +123,9 @@ type Rule struct {
 	eval    func(e *env, i int) outcome
 	// applicable returns why the rule does not apply to a key, or "".
 	applicable func(e *env) string
+	// derived states, for a finding's evidence, what the condition computed from its signals
+	// before comparing (prefix_cache_miss's recompute discount); nil: it compares them as they are.
+	derived func(e *env, sp span) string
 	// refine may replace a finding's cause and action with a more specific reading of the data.
 	refine func(e *env, r span) (variant, cause, action string)
 	// recommend computes the value the action should set, or says why there is none.

@@ -53,7 +53,11 @@ func (ev Evidence) String() string {
 	if !math.IsNaN(ev.Requests[1]) {
 		parts = append(parts, fmt.Sprintf("requests per window %s / %s / %s", num(ev.Requests[0]), num(ev.Requests[1]), num(ev.Requests[2])))
 	}
-	return "start / peak / end: " + strings.Join(parts, "; ")
+	out := "start / peak / end: " + strings.Join(parts, "; ")
+	if ev.Derived != "" {
+		out += "; at the peak, " + ev.Derived
+	}
+	return out
 }
 
 // String is a sample, with its bucket when it has one.

@@ -136,6 +136,7 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("speculation is kept below the batch where it stops paying", func(t *testing.T) { testSpecAdviceFollowsTheBatch(t, b) })
 	t.Run("thinned buckets interpolate p99/p50 far above 2", func(t *testing.T) { testThinnedBucketsInterpolateHigh(t, b) })
 	t.Run("a stalled engine heads its instance within 3 minutes", func(t *testing.T) { testStallHeadlinesWithinThreeMinutes(t, b) })
+	t.Run("recomputes do not hide a prefix miss under preemption", func(t *testing.T) { testRecomputesDoNotHideThePrefixMiss(t, b) })
 }
 
 // testDiagnosisMatchesTruth is issue 4's acceptance: on every scenario the diagnosis finds the

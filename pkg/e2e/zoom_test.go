@@ -19,7 +19,8 @@ import (
 // to find alike at every zoom.
 const zoomFault = 12 * time.Minute
 
-// TestSameFindingsAtEveryZoom diagnoses one fleet at the steps Grafana picks for different panel
+// TestSameFindingsAtEveryZoom diagnoses one fleet (with prefix_miss_under_preemption's faulty
+// instance beside the fleet's own) at the steps Grafana picks for different panel
 // widths and ranges: the findings, 12-minute faults included, are the same at each, and match
 // what the simulator injected (within one `for` and one step of the injected start; secondary
 // findings name an injected cause). At a
@@ -33,6 +34,12 @@ func TestSameFindingsAtEveryZoom(t *testing.T) {
 	const n = 12
 	sc, err := sim.Fleet(n)
 	require.NoError(t, err)
+	// prefix_miss_under_preemption's two faults at once, on one instance more.
+	both, err := sim.Lookup(sim.PrefixMissUnderPreemption)
+	require.NoError(t, err)
+	extra := both.Instances[1]
+	extra.Address = sim.FleetAddress(n+1, n)
+	sc.Instances = append(sc.Instances, extra)
 	from := 0.5
 	for i := range sc.Instances {
 		for j := range sc.Instances[i].Faults {

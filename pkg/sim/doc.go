@@ -33,6 +33,14 @@
 //     healthy, low_traffic and restart have none. spec_pays_at_low_batch (SpecByBatch) is a
 //     speculating instance under a light and then a heavy load beside peers that do not
 //     speculate; Result.DecodingOf measures its batch and time per token from the spans.
+//     prefix_miss_under_preemption strikes with two faults at once (kv_cache_saturated's and
+//     prefix_cache_miss's) and has the truth of both.
+//   - Preemption by recompute keeps the request's computed blocks cached (evictable, evicted
+//     from its chain's tail) until other requests need them; when it is admitted again its
+//     prompt and output so far are looked up once more and hit what is left. The prefix-cache
+//     counters count those recompute lookups, as vLLM did until about 0.11 (later releases
+//     count them apart and export only first-time lookups); Result.Lookups keeps the two apart,
+//     per instance and scrape interval, as the ground truth of the hit rate.
 //
 // Simplifications a real vLLM would show differently: no _created series (single-process vLLM
 // prints them; the Go client does not); V0 runs emit spans with the current attribute set; a

@@ -25,6 +25,10 @@ type request struct {
 	own      int          // blocks held privately
 	entry    *prefixEntry // shared prefix blocks this request references
 	shared   int
+	// kept are the blocks it had computed when it was last preempted, still cached until they
+	// are evicted: its recompute finds them (see preempt). nil: none.
+	kept        *prefixEntry
+	preemptions int
 
 	scheduled  bool
 	firstSched float64
@@ -38,12 +42,18 @@ type request struct {
 func (r *request) held() int { return r.own + r.shared }
 
 // prefixEntry is a cached shared prefix: its full blocks, and how many running requests use
-// them. Unreferenced entries are evictable: vLLM counts them as free.
+// them. Unreferenced entries are evictable: vLLM counts them as free. A private entry is a
+// preempted request's own computed blocks, which only that request's recompute can hit: they
+// continue its prompt's chain from block start, so they hit only after its first start blocks
+// did, and eviction takes them from the chain's tail, as vLLM's free queue holds a freed
+// request's blocks tail first.
 type prefixEntry struct {
 	id       int
 	blocks   int
 	ref      int
 	lastUsed float64
+	private  bool
+	start    int
 }
 
 type scheduled struct {
@@ -55,7 +65,8 @@ type scheduled struct {
 
 // sink receives what the engine does, for metrics, spans and the ground truth.
 type sink interface {
-	prefixLookup(queried, hit int)
+	// prefixLookup is one admission's lookup; recompute when the request was preempted before.
+	prefixLookup(queried, hit int, recompute bool)
 	preempted(r *request)
 	firstToken(r *request, now float64)
 	tokens(r *request, n int, itl float64, now float64)
@@ -113,9 +124,15 @@ func (e *engine) alloc(n int, now float64) bool {
 			}
 		}
 		p := e.prefixes[victim]
-		e.free += p.blocks
-		e.evictable -= p.blocks
-		e.prefixes = append(e.prefixes[:victim], e.prefixes[victim+1:]...)
+		take := p.blocks
+		if p.private {
+			take = min(take, n-e.free)
+		}
+		e.free += take
+		e.evictable -= take
+		if p.blocks -= take; p.blocks == 0 {
+			e.prefixes = append(e.prefixes[:victim], e.prefixes[victim+1:]...)
+		}
 	}
 	e.free -= n
 	return true
@@ -142,7 +159,7 @@ func (e *engine) claimPrefix(r *request) int {
 		return 0
 	}
 	for _, p := range e.prefixes {
-		if p.id != r.prefixID {
+		if p.private || p.id != r.prefixID {
 			continue
 		}
 		hit := min(p.blocks, r.prefixLen/e.cfg.BlockSize, (r.prompt+r.output-1)/e.cfg.BlockSize)
@@ -157,6 +174,48 @@ func (e *engine) claimPrefix(r *request) int {
 		return hit
 	}
 	return 0
+}
+
+// takeKept removes r's kept blocks from the cache so that allocating its other blocks cannot
+// evict them, and returns how many of them continue its shared hit of hit blocks: a chain broken
+// by an evicted shared prefix hits nothing more, and vLLM always computes the last token.
+func (e *engine) takeKept(r *request, hit int) int {
+	p := r.kept
+	if p == nil {
+		return 0
+	}
+	e.uncache(p)
+	if hit < p.start {
+		return 0
+	}
+	return max(0, min(p.start+p.blocks, (r.prompt+r.output-1)/e.cfg.BlockSize)-hit)
+}
+
+// putKept returns r's kept blocks to the cache when its admission failed after takeKept.
+func (e *engine) putKept(r *request) {
+	if r.kept != nil {
+		e.prefixes = append(e.prefixes, r.kept)
+		e.evictable += r.kept.blocks
+	}
+}
+
+// forgetKept frees r's kept blocks for good: the used ones became r's own, the rest are free.
+func (e *engine) forgetKept(r *request, used int) {
+	if r.kept != nil {
+		e.free += r.kept.blocks - used
+		r.kept = nil
+	}
+}
+
+// uncache takes an unreferenced entry out of the cache with the blocks eviction left it.
+func (e *engine) uncache(p *prefixEntry) {
+	for i, q := range e.prefixes {
+		if q == p {
+			e.prefixes = append(e.prefixes[:i], e.prefixes[i+1:]...)
+			e.evictable -= p.blocks
+			return
+		}
+	}
 }
 
 func (e *engine) unclaim(r *request, now float64) {
@@ -182,7 +241,7 @@ func (e *engine) publishPrefix(r *request) {
 		return
 	}
 	for _, p := range e.prefixes {
-		if p.id == r.prefixID {
+		if !p.private && p.id == r.prefixID {
 			return
 		}
 	}
@@ -193,10 +252,24 @@ func (e *engine) publishPrefix(r *request) {
 }
 
 // preempt is vLLM's preemption by recompute: the request loses its blocks and returns to the
-// front of the queue, to prefill its prompt and output so far again.
+// front of the queue, to prefill its prompt and output so far again. With prefix caching its
+// full computed blocks stay cached, evictable, until other requests need them: vLLM frees a
+// preempted request's blocks without dropping their hashes, so its recompute hits whatever of
+// them is left (takeKept).
 func (e *engine) preempt(r *request, now float64) {
+	keep := 0
+	if e.cfg.PrefixCaching {
+		keep = min(r.own, r.computed/e.cfg.BlockSize-r.shared)
+	}
+	if keep > 0 {
+		r.kept = &prefixEntry{blocks: keep, lastUsed: now, private: true, start: r.shared}
+		e.prefixes = append(e.prefixes, r.kept)
+		r.own -= keep
+		e.evictable += keep
+	}
 	e.release(r, now)
 	r.computed = 0
+	r.preemptions++
 	e.waiting = append(e.waiting, nil)
 	copy(e.waiting[1:], e.waiting)
 	e.waiting[0] = r
@@ -278,23 +351,27 @@ func (e *engine) plan(now float64) float64 {
 			continue
 		}
 		hit := e.claimPrefix(r)
-		computed := hit * bs
+		kept := e.takeKept(r, hit)
+		computed := (hit + kept) * bs
 		need := r.prompt + r.output - computed
 		if !e.cfg.ChunkedPrefill && need > budget {
+			e.putKept(r)
 			e.unclaim(r, now)
 			break
 		}
 		n := min(need, budget)
-		blocks := ceilDiv(computed+n, bs) - hit
+		blocks := ceilDiv(computed+n, bs) - hit - kept
 		if !e.alloc(blocks, now) {
+			e.putKept(r)
 			e.unclaim(r, now)
 			e.exhausted = true
 			break
 		}
+		e.forgetKept(r, kept)
 		if e.cfg.PrefixCaching {
-			e.out.prefixLookup(r.prompt+r.output, computed)
+			e.out.prefixLookup(r.prompt+r.output, computed, r.preemptions > 0)
 		}
-		r.own, r.computed = blocks, computed
+		r.own, r.computed = blocks+kept, computed
 		if !r.scheduled {
 			r.scheduled, r.firstSched, r.cached = true, now, computed
 		}
@@ -421,6 +498,10 @@ func (e *engine) abortExpired(now float64) {
 		any := false
 		for _, r := range rs {
 			if r.deadline > 0 && r.deadline <= now {
+				if r.kept != nil {
+					e.uncache(r.kept)
+					e.forgetKept(r, 0)
+				}
 				e.release(r, now)
 				r.done, any = true, true
 				e.out.finished(r, now, "abort")
@@ -448,6 +529,7 @@ func (e *engine) reconfigure(cfg EngineConfig, now float64) {
 			if p.ref == 0 {
 				e.free += p.blocks
 				e.evictable -= p.blocks
+				p.blocks = 0 // a preempted request's kept blocks are gone too
 				continue
 			}
 			kept = append(kept, p)

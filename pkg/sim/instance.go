@@ -19,7 +19,9 @@ type window struct {
 	finished, aborted           int
 	firstTokens, promptTokens   int
 	ttft, prefill, chunks       float64
-	queried, hits               int
+	queried, hits               int // prefix-cache lookups of requests never preempted
+	requeried, rehits           int // and of preempted requests, admitted again to recompute
+	recomputes                  int // those admissions
 	draftTokens, accepted       int
 	itl                         float64
 	itlCount                    int
@@ -46,6 +48,9 @@ func (w *window) add(o window) {
 	w.chunks += o.chunks
 	w.queried += o.queried
 	w.hits += o.hits
+	w.requeried += o.requeried
+	w.rehits += o.rehits
+	w.recomputes += o.recomputes
 	w.draftTokens += o.draftTokens
 	w.accepted += o.accepted
 	w.itl += o.itl
@@ -319,9 +324,15 @@ func (s *instanceSim) sample(d Dist) int {
 
 // sink: the engine reports to the instance, which records metrics, windows and spans.
 
-func (s *instanceSim) prefixLookup(queried, hit int) {
+func (s *instanceSim) prefixLookup(queried, hit int, recompute bool) {
 	s.metrics.prefixLookup(queried, hit)
 	w := s.window()
+	if recompute {
+		w.requeried += queried
+		w.rehits += hit
+		w.recomputes++
+		return
+	}
 	w.queried += queried
 	w.hits += hit
 }

@@ -23,8 +23,12 @@ type point struct {
 	preempt1m, preempt2m    float64 // per second
 	abortRatio, lengthRatio float64
 	hitRate, acceptance     float64
-	queue, prefill, decode  float64 // means over the window
-	prefixCaching, specOn   bool
+	// firstHitRate is the hit rate with the recomputes discounted as prefix_cache_miss
+	// discounts them (the diagnosis's README row): R = preemptions × mean prompt, at most the
+	// lookups beyond the prompt tokens, 0.75 of R taken as hits.
+	firstHitRate           float64
+	queue, prefill, decode float64 // means over the window
+	prefixCaching, specOn  bool
 	// work is running + waiting; steps and generated are the engine steps and output tokens
 	// over the window, NaN with fewer than two scrapes in it (a rate needs two samples).
 	work, steps, generated float64
@@ -218,6 +222,11 @@ func (v view) points(window time.Duration) []point {
 			}
 		}
 		p.kvAvg /= float64(samples)
+		p.firstHitRate = p.hitRate
+		queries, prompts := v.increase("vllm:prefix_cache_queries_total", from, t), v.increase("vllm:prompt_tokens_total", from, t)
+		if r := min(p.preempt1m*window.Seconds()*v.hist("vllm:request_prompt_tokens", from, t).mean(), queries-prompts); r > 0 {
+			p.firstHitRate = max(0, (p.hitRate*queries-0.75*r)/(queries-r))
+		}
 		p.work = running + waiting
 		p.steps, p.generated = math.NaN(), math.NaN()
 		if samples >= 2 {
@@ -270,7 +279,7 @@ var conditions = map[string]func(p point, b baseline) bool{
 			p.prefill >= 1.5*b.prefill && p.queue < p.prefill && p.kv < 0.85 && p.preempt1m == 0
 	},
 	RulePrefixCacheMiss: func(p point, _ baseline) bool {
-		return p.n >= minRequests && p.p50[0] >= 0.5 && p.prefixCaching && p.hitRate < 0.5
+		return p.n >= minRequests && p.p50[0] >= 0.5 && p.prefixCaching && p.firstHitRate < 0.5
 	},
 	RuleSpecDecodeInefficient: func(p point, _ baseline) bool { return p.specOn && p.acceptance < 0.6 },
 	RuleKVCacheSaturated:      func(p point, _ baseline) bool { return p.preempt2m > 0.5 && p.kv > 0.85 },

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -66,8 +67,57 @@ type Result struct {
 	Spans []Span
 	// ProcessIDs are the simulated vllm.process_id of each instance, by address.
 	ProcessIDs map[string]int
+	// Lookups are each instance's prefix-cache lookups per scrape interval (the k-th from
+	// Start + k × Scrape), by address: the ground truth of its hit rate, first-time lookups apart
+	// from recomputes (see LookupsBetween).
+	Lookups map[string][]Lookups
 
 	stores []*store
+}
+
+// Lookups are prefix-cache lookups in tokens, as vllm:prefix_cache_queries_total and
+// vllm:prefix_cache_hits_total count them: Queries and Hits of requests admitted for the first
+// time, RecomputeQueries and RecomputeHits of preempted requests admitted again to recompute,
+// which find their own blocks still cached unless other requests evicted them. The exported
+// counters hold both.
+type Lookups struct {
+	Queries, Hits                   int
+	RecomputeQueries, RecomputeHits int
+	// Recomputes is how many admissions the recompute lookups were.
+	Recomputes int
+}
+
+// FirstHitRate is the hit rate of the first-time lookups: what the prefix cache does for the
+// prompts, without the recomputes. NaN without a first-time lookup.
+func (l Lookups) FirstHitRate() float64 {
+	if l.Queries == 0 {
+		return math.NaN()
+	}
+	return float64(l.Hits) / float64(l.Queries)
+}
+
+// HitRate is the hit rate the exported counters show: recomputes included.
+func (l Lookups) HitRate() float64 {
+	if l.Queries+l.RecomputeQueries == 0 {
+		return math.NaN()
+	}
+	return float64(l.Hits+l.RecomputeHits) / float64(l.Queries+l.RecomputeQueries)
+}
+
+// LookupsBetween adds up an instance's lookups over the scrape intervals that start in
+// [from, to).
+func (r *Result) LookupsBetween(instance string, from, to time.Time) Lookups {
+	var sum Lookups
+	for k, l := range r.Lookups[instance] {
+		if at := r.Start.Add(time.Duration(k) * r.Scrape); !at.Before(from) && at.Before(to) {
+			sum.Queries += l.Queries
+			sum.Hits += l.Hits
+			sum.RecomputeQueries += l.RecomputeQueries
+			sum.RecomputeHits += l.RecomputeHits
+			sum.Recomputes += l.Recomputes
+		}
+	}
+	return sum
 }
 
 // Option adjusts a Run.
@@ -137,7 +187,7 @@ func WriteOpenMetricsInParts(w io.Writer, sc Scenario, start time.Time, duration
 
 // runInstances simulates the scenario's instances from lo to hi (exclusive).
 func runInstances(sc Scenario, lo, hi int, start time.Time, duration, scrape time.Duration, o options) (*Result, error) {
-	res := &Result{Scenario: sc, Start: start, Duration: duration, Scrape: scrape, ProcessIDs: map[string]int{}}
+	res := &Result{Scenario: sc, Start: start, Duration: duration, Scrape: scrape, ProcessIDs: map[string]int{}, Lookups: map[string][]Lookups{}}
 	dur, step := duration.Seconds(), scrape.Seconds()
 	sims := make([]*instanceSim, hi-lo)
 	spans := make([][]Span, hi-lo)
@@ -174,6 +224,11 @@ func runInstances(sc Scenario, lo, hi int, start time.Time, duration, scrape tim
 	for i := range sims {
 		res.Spans = append(res.Spans, spans[i]...)
 		res.Truth = append(res.Truth, truth(sims[i], start, dur)...)
+		lookups := make([]Lookups, len(sims[i].windows))
+		for k, w := range sims[i].windows {
+			lookups[k] = Lookups{Queries: w.queried, Hits: w.hits, RecomputeQueries: w.requeried, RecomputeHits: w.rehits, Recomputes: w.recomputes}
+		}
+		res.Lookups[sims[i].in.Address] = lookups
 	}
 	sort.SliceStable(res.Spans, func(a, b int) bool { return res.Spans[a].Start.Before(res.Spans[b].Start) })
 	for _, st := range res.stores {

@@ -145,11 +145,43 @@ func budgetAboveNeed() Scenario {
 	return sc
 }
 
+// PrefixMissUnderPreemption is the scenario of two faults at once on FaultyInstance: its KV cache
+// saturates (kv_cache_saturated's fault) while its system prompt stops being byte-identical
+// (prefix_cache_miss's).
+const PrefixMissUnderPreemption = "prefix_miss_under_preemption"
+
+// timestampAt is where prefix_miss_under_preemption's timestamp sits in the system prompt: the
+// tokens before it still match across requests.
+const timestampAt = 640
+
+// prefixMissUnderPreemption strikes the faulty instance with kv_cache_saturated's load and
+// prefix_cache_miss's per-request system prompt together. Preempted requests are admitted again
+// and look their prompts up once more; those lookups hit the blocks they had computed, still
+// cached, so the exported hit rate stays above prefix_cache_miss's threshold while no first-time
+// lookup hits. Each fault carries the load of both, since a fault replaces the instance's load.
+func prefixMissUnderPreemption() Scenario {
+	sc := faults[RuleKVCacheSaturated].build()
+	f := &sc.Instances[1].Faults[0]
+	l := *f.Load
+	l.SuffixTokens.Mean += float64(l.PrefixTokens - timestampAt)
+	l.PrefixTokens = timestampAt
+	f.Load = &l
+	miss := *f
+	miss.Rule = RulePrefixCacheMiss
+	sc.Instances[1].Faults = append(sc.Instances[1].Faults, miss)
+	sc.Name = PrefixMissUnderPreemption
+	sc.Description = "kv_cache_saturated's long answers and prefix_cache_miss's per-request timestamp in the system prompt at once: " +
+		"the preempted requests' recomputes hit their own cached blocks, which lifts the exported prefix-cache hit rate " +
+		"above 0.5 while no first-time lookup hits"
+	return sc
+}
+
 // catalogue holds the scenarios that are no rule's: faults holds those.
 var catalogue = map[string]func() Scenario{
-	"bucket_layouts": bucketLayouts,
-	BudgetAboveNeed:  budgetAboveNeed,
-	SpecByBatch:      specByBatch,
+	PrefixMissUnderPreemption: prefixMissUnderPreemption,
+	"bucket_layouts":          bucketLayouts,
+	BudgetAboveNeed:           budgetAboveNeed,
+	SpecByBatch:               specByBatch,
 	"healthy": func() Scenario {
 		return Scenario{Name: "healthy", Seed: 42, Instances: fleet(),
 			Description: "three instances, two models, steady chat traffic well within capacity: no rule holds"}
