@@ -51,10 +51,13 @@ type sloReport struct {
 	Kind          string    `json:"kind"`
 	Range         timeRange `json:"range"`
 	// Status are the rows of the plugin's status frame, in its order, every column by name.
-	Status   []row      `json:"status"`
-	Alerts   []sloAlert `json:"alerts"`
-	Notices  []notice   `json:"notices"`
-	ExitCode int        `json:"exitCode"`
+	Status []row `json:"status"`
+	// Attribution are the rows of the plugin's attribution frame: each objective's misses on
+	// each instance by the finding active when they happened, largest share first.
+	Attribution []row      `json:"attribution"`
+	Alerts      []sloAlert `json:"alerts"`
+	Notices     []notice   `json:"notices"`
+	ExitCode    int        `json:"exitCode"`
 }
 
 // readObjectives reads and checks the objectives file, and the objective --slo names.
@@ -111,13 +114,15 @@ func (c *rootCommand) runSLO(ctx context.Context) error {
 	}
 	ans, err := e.ask(ctx, "reading the objectives over "+to.Sub(from).String(),
 		query{refID: "status", model: plugin.SLOQuery{Scope: c.scope(), SLOs: names, Format: plugin.FormatSLOStatus}, from: from, to: to},
-		query{refID: "burn", model: plugin.SLOQuery{Scope: c.scope(), SLOs: names, Format: plugin.FormatSLOBurn}, from: from, to: to})
+		query{refID: "burn", model: plugin.SLOQuery{Scope: c.scope(), SLOs: names, Format: plugin.FormatSLOBurn}, from: from, to: to},
+		query{refID: "attribution", model: plugin.SLOQuery{Scope: c.scope(), SLOs: names, Format: plugin.FormatSLOAttribution}, from: from, to: to})
 	if err != nil {
 		return err
 	}
 	rep := sloReport{SchemaVersion: schemaVersion, Kind: "slo", Range: rangeOf(from, to),
-		Status: rows(frameNamed(ans["status"], "slo_status")), Alerts: burnAlerts(ans["burn"]),
-		Notices: noticesOf(append(append(data.Frames{}, ans["status"]...), ans["burn"]...))}
+		Status: rows(frameNamed(ans["status"], "slo_status")), Attribution: rows(frameNamed(ans["attribution"], "slo_attribution")),
+		Alerts:  burnAlerts(ans["burn"]),
+		Notices: noticesOf(append(append(append(data.Frames{}, ans["status"]...), ans["burn"]...), ans["attribution"]...))}
 	for _, a := range rep.Alerts {
 		switch {
 		case a.Firing && a.Severity == string(slo.Page):
@@ -158,7 +163,7 @@ func burnAlerts(fs data.Frames) []sloAlert {
 
 // writeSLOTable prints one line per objective, instance and model (a fleet line per objective
 // and model), with the alerts that fire on it (their burn rate) and the finding most misses
-// happened under, then the notices.
+// happened under (from the attribution, with its share), then the notices.
 func writeSLOTable(c *rootCommand, rep sloReport) error {
 	type key struct{ slo, instance, model string }
 	alerts := map[key][]sloAlert{}
@@ -168,14 +173,21 @@ func writeSLOTable(c *rootCommand, rep sloReport) error {
 			alerts[k] = append(alerts[k], a)
 		}
 	}
+	mostMisses := map[key]string{}
+	for _, r := range rep.Attribution {
+		k := key{str(r, "slo"), str(r, "instance"), str(r, "model_name")}
+		if _, seen := mostMisses[k]; !seen { // the rows come largest share first
+			mostMisses[k] = fmt.Sprintf("%s (%s)", str(r, "rule"), percent(r["share"]))
+		}
+	}
 	fmt.Fprintf(c.stdout, "Objectives: %s → %s\n", clock(rep.Range.From), clock(rep.Range.To))
 	t := newTable(c.stdout, "objective", "instance", "model", "attainment", "target", "budget left", "burn 1h", "burn 6h", "alert", "most misses under")
 	for _, r := range rep.Status {
-		alert, top := "—", ""
+		k := key{str(r, "slo"), str(r, "instance"), str(r, "model_name")}
+		alert, top := "—", mostMisses[k]
 		var firing []string
-		for _, a := range alerts[key{str(r, "slo"), str(r, "instance"), str(r, "model_name")}] {
+		for _, a := range alerts[k] {
 			firing = append(firing, fmt.Sprintf("%s (%.1f×)", a.Severity, *a.Value))
-			top = a.TopRule
 		}
 		if len(firing) > 0 {
 			alert = strings.Join(firing, " ")

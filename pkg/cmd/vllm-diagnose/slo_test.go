@@ -80,10 +80,10 @@ func TestSLOExitCodes(t *testing.T) {
 	}
 	prom := testbed.Prometheus(t, file)
 	slos := objectivesFile(t, burnObjectives)
-	faultAt := map[string][2]time.Time{}
+	faultAt, faultRule := map[string][2]time.Time{}, map[string]string{}
 	first, lastStart, lastEnd := res.Truth[0].Start, res.Truth[0].Start, res.Truth[0].End
 	for _, f := range res.Truth {
-		faultAt[f.Instance] = [2]time.Time{f.Start, f.End}
+		faultAt[f.Instance], faultRule[f.Instance] = [2]time.Time{f.Start, f.End}, f.Rule
 		first, lastStart, lastEnd = minTime(first, f.Start), maxTime(lastStart, f.Start), maxTime(lastEnd, f.End)
 	}
 	if after := lastEnd.Add(40 * time.Minute); after.After(start.Add(runFor)) {
@@ -144,6 +144,23 @@ func TestSLOExitCodes(t *testing.T) {
 			for _, a := range rep.Alerts {
 				if a.Firing && !tableSays(table.String(), a.SLO, a.Instance, a.Severity+" (") {
 					t.Errorf("no line of the table names %s on %s with %s:\n%s", a.SLO, a.Instance, a.Severity, table.String())
+				}
+			}
+			// A page fires while a fault burns the budget: the finding of the fault the simulator
+			// injected there holds most of the range's misses, in the attribution and the table.
+			for _, a := range rep.Alerts {
+				if !a.Firing || a.Severity != "page" {
+					continue
+				}
+				top := ""
+				for _, r := range rep.Attribution {
+					if str(r, "slo") == a.SLO && str(r, "instance") == a.Instance {
+						top = str(r, "rule") // the rows come largest share first
+						break
+					}
+				}
+				if top != faultRule[a.Instance] || !tableSays(table.String(), a.SLO, a.Instance, top+" (") {
+					t.Errorf("%s on %s: most misses under %q, want the injected %s, in the table too:\n%s", a.SLO, a.Instance, top, faultRule[a.Instance], table.String())
 				}
 			}
 		})
