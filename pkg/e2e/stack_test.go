@@ -61,8 +61,11 @@ func TestProvisionedDashboardsAnswer(t *testing.T) {
 		`"$baselineFrom"`, `"`+runStart.Format(time.RFC3339)+`"`,
 		`"$baselineTo"`, `"`+from.Add(-5*time.Minute).Format(time.RFC3339)+`"`,
 	)
+	// The provisioned data source's objectives, which the dashboards' SLOs rows read.
+	slos, err := stack.ProvisionedSLOs("vllm")
+	require.NoError(t, err)
 	tp, pc := pluginFor(t, prom.URL, map[string]any{
-		"tracesBackend": "jaeger", "tracesUrl": jaeger.QueryURL, "tracesDatasourceUid": "jaeger",
+		"tracesBackend": "jaeger", "tracesUrl": jaeger.QueryURL, "tracesDatasourceUid": "jaeger", "slos": slos,
 	})
 	waitForSpans(t, tp, pc, from, to)
 

@@ -52,7 +52,8 @@ func TestEveryReportOpensWithTheHeader(t *testing.T) {
 	}{
 		{"diagnosis", diagnosisReport{header: headerOf("diagnosis")}},
 		{"explain", explainReport{header: headerOf("explain")}},
-		{"verdict", verdictReport{header: headerOf("verdict")}},
+		{"verdict", verdictReport{header: headerOf("verdict"), Rule: "kv_cache_saturated", Promises: []row{{}}}},
+		{"slo", sloReport{header: headerOf("slo")}},
 		{"transition", transition{header: headerOf("transition")}},
 	} {
 		t.Run(c.kind, func(t *testing.T) {

@@ -47,9 +47,8 @@ type sloAlert struct {
 
 // sloReport is the JSON output of an slo run.
 type sloReport struct {
-	SchemaVersion string    `json:"schemaVersion"`
-	Kind          string    `json:"kind"`
-	Range         timeRange `json:"range"`
+	header
+	Range timeRange `json:"range"`
 	// Status are the rows of the plugin's status frame, in its order, every column by name.
 	Status []row `json:"status"`
 	// Attribution are the rows of the plugin's attribution frame: each objective's misses on
@@ -119,7 +118,7 @@ func (c *rootCommand) runSLO(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rep := sloReport{SchemaVersion: schemaVersion, Kind: "slo", Range: rangeOf(from, to),
+	rep := sloReport{header: headerOf("slo"), Range: rangeOf(from, to),
 		Status: rows(frameNamed(ans["status"], "slo_status")), Attribution: rows(frameNamed(ans["attribution"], "slo_attribution")),
 		Alerts:  burnAlerts(ans["burn"]),
 		Notices: noticesOf(append(append(append(data.Frames{}, ans["status"]...), ans["burn"]...), ans["attribution"]...))}
