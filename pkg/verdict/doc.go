@@ -59,6 +59,7 @@
 // that much the other way, did not move otherwise; a signal absent from either window is not
 // enough data. A quantile, or TTFT p99/p50, also needs MinRequests requests in each window, and
 // moves (or worsens) only when its windows' bucket intervals separate as well, the bound the
-// optimisations' quantiles follow. The like-for-like gate does not apply: a finding's window is
+// optimisations' quantiles follow. A share (hit rate, acceptance, the shares waiting, aborted
+// or truncated) must also move by ShareChange (0.01) in absolute terms. The like-for-like gate does not apply: a finding's window is
 // often one of changed traffic, and the promise is about that instance whatever its load.
 package verdict

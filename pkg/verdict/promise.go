@@ -23,6 +23,8 @@ type measure struct {
 	value    func(Stats) float64
 	interval func(Stats) Interval
 	show     func(float64) string
+	// share: the value is a share in [0, 1], which must also move by Params.ShareChange.
+	share bool
 	// reads are the signals Summarise must be given for it.
 	reads []series.Signal
 }
@@ -32,13 +34,13 @@ func perSecond(v float64) string { return num(v) + "/s" }
 // measures are the signals a promise may name.
 var measures = map[series.Signal]measure{
 	series.PreemptionRate:     {name: "preemptions per second", value: func(s Stats) float64 { return s.PreemptionRate }, show: perSecond},
-	series.PrefixCacheHitRate: {name: "the prefix-cache hit rate", value: func(s Stats) float64 { return s.HitRate }, show: num, reads: []series.Signal{series.PromptTPS}},
-	series.SpecAcceptanceRate: {name: "the draft acceptance rate", value: func(s Stats) float64 { return s.Acceptance }, show: num, reads: []series.Signal{series.GenerationTPS}},
+	series.PrefixCacheHitRate: {name: "the prefix-cache hit rate", value: func(s Stats) float64 { return s.HitRate }, show: num, share: true, reads: []series.Signal{series.PromptTPS}},
+	series.SpecAcceptanceRate: {name: "the draft acceptance rate", value: func(s Stats) float64 { return s.Acceptance }, show: num, share: true, reads: []series.Signal{series.GenerationTPS}},
 	series.TPOTMean:           {name: "decode time per output token", value: func(s Stats) float64 { return s.TPOT }, show: ms},
 	series.QueueTimeMean:      {name: "mean queue time", value: func(s Stats) float64 { return s.QueueTime }, show: ms},
-	series.WaitingRatio:       {name: "the share of requests waiting", value: func(s Stats) float64 { return s.WaitingRatio }, show: pct},
-	series.AbortRatio:         {name: "the share of requests aborted", value: func(s Stats) float64 { return s.AbortRatio }, show: pct, reads: []series.Signal{series.RequestRate}},
-	series.LengthRatio:        {name: "the share of requests cut at their length limit", value: func(s Stats) float64 { return s.LengthRatio }, show: pct, reads: []series.Signal{series.RequestRate}},
+	series.WaitingRatio:       {name: "the share of requests waiting", value: func(s Stats) float64 { return s.WaitingRatio }, show: pct, share: true},
+	series.AbortRatio:         {name: "the share of requests aborted", value: func(s Stats) float64 { return s.AbortRatio }, show: pct, share: true, reads: []series.Signal{series.RequestRate}},
+	series.LengthRatio:        {name: "the share of requests cut at their length limit", value: func(s Stats) float64 { return s.LengthRatio }, show: pct, share: true, reads: []series.Signal{series.RequestRate}},
 	series.EngineStepRate:     {name: "engine steps per second", value: func(s Stats) float64 { return s.StepRate }, show: perSecond},
 	series.TTFTP50:            {name: "TTFT p50", interval: func(s Stats) Interval { return s.TTFTP50 }},
 	series.TTFTP99:            {name: "TTFT p99", interval: func(s Stats) Interval { return s.TTFTP99 }},
@@ -87,7 +89,8 @@ type PromiseCheck struct {
 // (or a ratio of quantiles) needs MinRequests requests in each window and counts as moved or
 // worse only when its bucket intervals separate too (the package doc's bound); a change of the
 // estimate within bucket resolution did not move. A signal missing in either window is not
-// enough data.
+// enough data. A share (a rate in [0, 1]) must also move by ShareChange: a relative change of
+// a share near 0 measures nothing.
 func CheckPromise(before, after Stats, p series.Promise) PromiseCheck {
 	params := DefaultParams()
 	c := PromiseCheck{Promise: p, Before: math.NaN(), After: math.NaN(), Change: math.NaN()}
@@ -128,7 +131,11 @@ func CheckPromise(before, after Stats, p series.Promise) PromiseCheck {
 		gain = -gain
 	}
 	moved := fmt.Sprintf("%s went from %s to %s (%s)", m.name, bText, aText, signed(c.Change))
+	tiny := m.share && math.Abs(c.After-c.Before) < params.ShareChange
 	certain := func(way series.Direction) bool {
+		if tiny {
+			return false
+		}
 		if m.interval == nil {
 			return true
 		}
@@ -148,6 +155,9 @@ func CheckPromise(before, after Stats, p series.Promise) PromiseCheck {
 	case gain <= -params.MeanChange && certain(opposite):
 		c.Outcome = GotWorse
 		c.Sentence = fmt.Sprintf("%s, %s where %s was promised: %s", moved, opposite, p.Direction, p.Sentence)
+	case tiny:
+		c.Outcome = DidNotMove
+		c.Sentence = fmt.Sprintf("%s, by less than %s in absolute terms: no move %s is measurable; promised: %s", moved, num(params.ShareChange), p.Direction, p.Sentence)
 	case math.Abs(gain) >= params.MeanChange:
 		c.Outcome = DidNotMove
 		c.Sentence = fmt.Sprintf("%s, within bucket resolution (the windows' bucket intervals overlap): no move %s is measurable; promised: %s", moved, p.Direction, p.Sentence)

@@ -38,6 +38,8 @@ func TestCheckPromise(t *testing.T) {
 		{"none before and after: did not move", down(series.PreemptionRate), nil, nil, DidNotMove, "less than 10%"},
 		{"hit rate up: moved", up(series.PrefixCacheHitRate), nil, func(s *Stats) { s.HitRate = 0.9 }, Moved, "up as promised"},
 		{"hit rate down: got worse", up(series.PrefixCacheHitRate), func(s *Stats) { s.HitRate = 0.9 }, nil, GotWorse, "down where up was promised"},
+		{"hit rate near 0 down by 70%: less than a point, did not move", up(series.PrefixCacheHitRate), func(s *Stats) { s.HitRate = 0.0025 },
+			func(s *Stats) { s.HitRate = 0.00076 }, DidNotMove, "by less than 0.01 in absolute terms"},
 		{"steps resume after a stall: moved", up(series.EngineStepRate), func(s *Stats) { s.StepRate = 0 }, nil, Moved, "from 0"},
 		{"decode 12% faster: moved", down(series.TPOTMean), nil, func(s *Stats) { s.TPOT = 0.0176 }, Moved, "-12%"},
 		{"queue time 8% longer: did not move", down(series.QueueTimeMean), nil, func(s *Stats) { s.QueueTime = 0.54 }, DidNotMove, "+8%"},

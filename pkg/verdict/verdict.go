@@ -71,12 +71,15 @@ type Params struct {
 	FP8Blocks         float64
 	NearCeiling       float64
 	WaitingShare      float64
+	// ShareChange is the least a share (a hit rate, the share of requests aborted) must move, in
+	// absolute terms, besides MeanChange: from 0.25% to 0.08% is -70% and no move at all.
+	ShareChange float64
 }
 
 // DefaultParams are the bounds the package doc states.
 func DefaultParams() Params {
 	return Params{MinRequests: series.MinRequests, LoadTolerance: 0.25, MeanChange: 0.10, HitRate: 0.5, Acceptance: 0.7,
-		Counterproductive: 0.6, FP8Halved: 0.65, FP8Blocks: 1.5, NearCeiling: 0.8, WaitingShare: 0.1}
+		Counterproductive: 0.6, FP8Halved: 0.65, FP8Blocks: 1.5, NearCeiling: 0.8, WaitingShare: 0.1, ShareChange: 0.01}
 }
 
 // Input is what a verdict compares.
