@@ -267,29 +267,8 @@ func benchFleetDiagnosis(b *testing.B, f *benchFleet, proc *testbed.PluginProces
 	askAll(diagnosisQuery("A", "findings"))
 	_, off := queriesSince(b, f.queryLog, 0)
 
-	var plugin, flr, wire time.Duration
-	var queries int
-	ratios := make([]string, 0, b.N)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		// A new data source each time: nothing cached but the generation, which a running
-		// instance also keeps.
-		pc.DataSourceInstanceSettings.Updated = time.Now()
-		began := time.Now()
-		askAll(diagnosisQuery("A", "findings"))
-		took := time.Since(began)
-		var qs []loggedQuery
-		qs, off = queriesSince(b, f.queryLog, off)
-		queries = len(qs)
-		floorTook := floor(b, api, qs)
-		_, off = queriesSince(b, f.queryLog, off)
-		wireTook := wireFloor(b, f.prom.URL, qs)
-		_, off = queriesSince(b, f.queryLog, off)
-		plugin, flr, wire = plugin+took, flr+floorTook, wire+wireTook
-		ratios = append(ratios, fmt.Sprintf("%.2f", took.Seconds()/floorTook.Seconds()))
-	}
-	b.StopTimer()
-	fmt.Printf("fleet N=%d: ratio of each of %d iterations: %s\n", f.n, b.N, strings.Join(ratios, " "))
+	t := timeAgainstFloor(b, f, api, pc, off, func() { askAll(diagnosisQuery("A", "findings")) })
+	fmt.Printf("fleet N=%d: ratio of each of %d iterations: %s\n", f.n, b.N, strings.Join(t.ratios, " "))
 
 	if *mem == nil {
 		m := &fleetMemory{start: startRSS}
@@ -327,12 +306,7 @@ func benchFleetDiagnosis(b *testing.B, f *benchFleet, proc *testbed.PluginProces
 		*mem = m
 	}
 	m := *mem
-	b.ReportMetric(float64(plugin.Milliseconds())/float64(b.N), "plugin-ms/op")
-	b.ReportMetric(float64(flr.Milliseconds())/float64(b.N), "floor-ms/op")
-	b.ReportMetric(plugin.Seconds()/flr.Seconds(), "ratio")
-	b.ReportMetric(float64(wire.Milliseconds())/float64(b.N), "wire-ms/op")
-	b.ReportMetric(plugin.Seconds()/wire.Seconds(), "wire-ratio")
-	b.ReportMetric(float64(queries), "promql-queries")
+	t.report(b)
 	b.ReportMetric(float64(m.refresh50.Milliseconds()), "refresh50-ms")
 	b.ReportMetric(m.start, "start-rss-MB")
 	if m.idle > 0 {
@@ -341,4 +315,47 @@ func benchFleetDiagnosis(b *testing.B, f *benchFleet, proc *testbed.PluginProces
 		b.ReportMetric(m.idleFile, "idle-file-MB")
 	}
 	b.ReportMetric(m.peak, "peak-rss-MB")
+}
+
+// floorTimes are a benchmark's query times through the plugin against the same PromQL sent by a
+// plain client (the floor) and read off the wire (the wire floor).
+type floorTimes struct {
+	plugin, floor, wire time.Duration
+	queries             int
+	ratios              []string
+}
+
+// timeAgainstFloor runs ask b.N times, each on a new data source instance (nothing cached but
+// the generation, which a running instance also keeps), and times the PromQL each run sent
+// (read from the query log from off on) as a plain client and off the wire.
+func timeAgainstFloor(b *testing.B, f *benchFleet, api v1.API, pc backend.PluginContext, off int64, ask func()) floorTimes {
+	t := floorTimes{ratios: make([]string, 0, b.N)}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		pc.DataSourceInstanceSettings.Updated = time.Now()
+		began := time.Now()
+		ask()
+		took := time.Since(began)
+		var qs []loggedQuery
+		qs, off = queriesSince(b, f.queryLog, off)
+		t.queries = len(qs)
+		floorTook := floor(b, api, qs)
+		_, off = queriesSince(b, f.queryLog, off)
+		wireTook := wireFloor(b, f.prom.URL, qs)
+		_, off = queriesSince(b, f.queryLog, off)
+		t.plugin, t.floor, t.wire = t.plugin+took, t.floor+floorTook, t.wire+wireTook
+		t.ratios = append(t.ratios, fmt.Sprintf("%.2f", took.Seconds()/floorTook.Seconds()))
+	}
+	b.StopTimer()
+	return t
+}
+
+// report reports the times per run and their ratios.
+func (t floorTimes) report(b *testing.B) {
+	b.ReportMetric(float64(t.plugin.Milliseconds())/float64(b.N), "plugin-ms/op")
+	b.ReportMetric(float64(t.floor.Milliseconds())/float64(b.N), "floor-ms/op")
+	b.ReportMetric(t.plugin.Seconds()/t.floor.Seconds(), "ratio")
+	b.ReportMetric(float64(t.wire.Milliseconds())/float64(b.N), "wire-ms/op")
+	b.ReportMetric(t.plugin.Seconds()/t.wire.Seconds(), "wire-ratio")
+	b.ReportMetric(float64(t.queries), "promql-queries")
 }

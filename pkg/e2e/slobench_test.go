@@ -68,33 +68,7 @@ func benchSLOQuery(b *testing.B, f *benchFleet, proc *testbed.PluginProcess, jso
 	ask()
 	_, off := queriesSince(b, f.queryLog, 0)
 
-	var plugin, flr, wire time.Duration
-	var queries int
-	ratios := make([]string, 0, b.N)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		// A new data source each time: nothing cached but the generation, which a running
-		// instance also keeps.
-		pc.DataSourceInstanceSettings.Updated = time.Now()
-		began := time.Now()
-		ask()
-		took := time.Since(began)
-		var qs []loggedQuery
-		qs, off = queriesSince(b, f.queryLog, off)
-		queries = len(qs)
-		floorTook := floor(b, api, qs)
-		_, off = queriesSince(b, f.queryLog, off)
-		wireTook := wireFloor(b, f.prom.URL, qs)
-		_, off = queriesSince(b, f.queryLog, off)
-		plugin, flr, wire = plugin+took, flr+floorTook, wire+wireTook
-		ratios = append(ratios, fmt.Sprintf("%.2f", took.Seconds()/floorTook.Seconds()))
-	}
-	b.StopTimer()
-	fmt.Printf("slo %s, fleet N=%d: ratio of each of %d iterations: %s\n", format, f.n, b.N, strings.Join(ratios, " "))
-	b.ReportMetric(float64(plugin.Milliseconds())/float64(b.N), "plugin-ms/op")
-	b.ReportMetric(float64(flr.Milliseconds())/float64(b.N), "floor-ms/op")
-	b.ReportMetric(plugin.Seconds()/flr.Seconds(), "ratio")
-	b.ReportMetric(float64(wire.Milliseconds())/float64(b.N), "wire-ms/op")
-	b.ReportMetric(plugin.Seconds()/wire.Seconds(), "wire-ratio")
-	b.ReportMetric(float64(queries), "promql-queries")
+	t := timeAgainstFloor(b, f, api, pc, off, ask)
+	fmt.Printf("slo %s, fleet N=%d: ratio of each of %d iterations: %s\n", format, f.n, b.N, strings.Join(t.ratios, " "))
+	t.report(b)
 }
