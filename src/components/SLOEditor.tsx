@@ -52,6 +52,49 @@ function numberCheck(field: string, rule: (n: number) => string | undefined) {
   };
 }
 
+const objectiveCheck = numberCheck('objective', validateObjectiveValue);
+
+/** The fields of an objective typed as text; NUMBER_FIELDS of them are numbers. */
+type TextFieldName = 'name' | 'threshold' | 'objective' | 'window' | 'model';
+
+const NUMBER_FIELDS: ReadonlySet<TextFieldName> = new Set(['threshold', 'objective']);
+
+const TEXT_FIELDS: Record<TextFieldName, { label: string; tooltip: string; placeholder?: string }> = {
+  name: { label: 'Name', tooltip: 'Unique among the objectives: queries, panels and provisioning name it' },
+  threshold: { label: 'Threshold (s)', tooltip: 'A request is good at or under this latency, in seconds' },
+  objective: { label: 'Objective', tooltip: 'The share of good requests asked for, such as 0.99' },
+  window: { label: 'Window', tooltip: "The error budget's period, such as 28d or 7d" },
+  model: {
+    label: 'Model',
+    tooltip: 'A model name or a regular expression matching whole names; empty for every model',
+    placeholder: 'every model',
+  },
+};
+
+interface FieldProps {
+  index: number;
+  objective: SLOSpec;
+  field: TextFieldName;
+  validate: (text: string) => string | undefined;
+  update: (index: number, patch: Partial<SLOSpec>) => void;
+}
+
+/** One text field of an objective: it shows the saved value and hands on a typed one its rule accepts. */
+function ObjectiveField({ index, objective, field, validate, update }: FieldProps) {
+  const value = objective[field];
+  return (
+    <ValidatedInput
+      {...TEXT_FIELDS[field]}
+      labelWidth={LABEL_WIDTH}
+      width={30}
+      testId={ids.sloField(index, field)}
+      value={value === undefined ? '' : String(value)}
+      validate={validate}
+      onCommit={(v) => update(index, { [field]: NUMBER_FIELDS.has(field) ? parseNumber(v) : v })}
+    />
+  );
+}
+
 interface Props {
   /** jsonData.slos as saved: it may hold what the backend refuses, which is shown, not dropped. */
   slos: unknown;
@@ -97,20 +140,15 @@ export function SLOEditor({ slos, onChange }: Props) {
         }
         const others = list.filter((_, i) => i !== index).map((x) => String(x?.name ?? '').trim());
         const indicatorError = validateIndicator(String(o.indicator));
+        const textField = (field: TextFieldName, validate: FieldProps['validate']) => (
+          <ObjectiveField index={index} objective={o} field={field} validate={validate} update={update} />
+        );
+        const thresholdCheck = numberCheck('threshold', (n) => validateThreshold(o.indicator, n));
         return (
           <div key={`${index}-${o.name}`} data-testid={ids.slo(index)}>
             <ConfigSubSection title={o.name || `Objective ${index + 1}`}>
               <InlineFieldRow>
-                <ValidatedInput
-                  label="Name"
-                  labelWidth={LABEL_WIDTH}
-                  width={30}
-                  tooltip="Unique among the objectives: queries, panels and provisioning name it"
-                  testId={ids.sloField(index, 'name')}
-                  value={o.name}
-                  validate={(v) => validateName(v, others)}
-                  onCommit={(name) => update(index, { name })}
-                />
+                {textField('name', (v) => validateName(v, others))}
                 <IconButton
                   name="trash-alt"
                   aria-label={`Remove objective ${o.name}`}
@@ -142,56 +180,11 @@ export function SLOEditor({ slos, onChange }: Props) {
                 </div>
               </InlineFieldRow>
               {indicatorError === undefined && isLatency(o.indicator) && (
-                <InlineFieldRow>
-                  <ValidatedInput
-                    label="Threshold (s)"
-                    labelWidth={LABEL_WIDTH}
-                    width={30}
-                    tooltip="A request is good at or under this latency, in seconds"
-                    testId={ids.sloField(index, 'threshold')}
-                    value={o.threshold === undefined ? '' : String(o.threshold)}
-                    validate={numberCheck('threshold', (n) => validateThreshold(o.indicator, n))}
-                    onCommit={(v) => update(index, { threshold: parseNumber(v) })}
-                  />
-                </InlineFieldRow>
+                <InlineFieldRow>{textField('threshold', thresholdCheck)}</InlineFieldRow>
               )}
-              <InlineFieldRow>
-                <ValidatedInput
-                  label="Objective"
-                  labelWidth={LABEL_WIDTH}
-                  width={30}
-                  tooltip="The share of good requests asked for, such as 0.99"
-                  testId={ids.sloField(index, 'objective')}
-                  value={o.objective === undefined ? '' : String(o.objective)}
-                  validate={numberCheck('objective', validateObjectiveValue)}
-                  onCommit={(v) => update(index, { objective: parseNumber(v) })}
-                />
-              </InlineFieldRow>
-              <InlineFieldRow>
-                <ValidatedInput
-                  label="Window"
-                  labelWidth={LABEL_WIDTH}
-                  width={30}
-                  tooltip="The error budget's period, such as 28d or 7d"
-                  testId={ids.sloField(index, 'window')}
-                  value={o.window}
-                  validate={validateWindow}
-                  onCommit={(window) => update(index, { window })}
-                />
-              </InlineFieldRow>
-              <InlineFieldRow>
-                <ValidatedInput
-                  label="Model"
-                  labelWidth={LABEL_WIDTH}
-                  width={30}
-                  tooltip="A model name or a regular expression matching whole names; empty for every model"
-                  placeholder="every model"
-                  testId={ids.sloField(index, 'model')}
-                  value={o.model}
-                  validate={validateModel}
-                  onCommit={(model) => update(index, { model })}
-                />
-              </InlineFieldRow>
+              <InlineFieldRow>{textField('objective', objectiveCheck)}</InlineFieldRow>
+              <InlineFieldRow>{textField('window', validateWindow)}</InlineFieldRow>
+              <InlineFieldRow>{textField('model', validateModel)}</InlineFieldRow>
             </ConfigSubSection>
           </div>
         );
