@@ -50,6 +50,14 @@ func SLOStatus(rows []slo.Row, executed string, notices []string) *data.Frame {
 	return frame
 }
 
+// NoObjectives is an slo query's answer on a data source without objectives: no rows, and a
+// notice that says where to add them.
+func NoObjectives() *data.Frame {
+	f := data.NewFrame("slo")
+	f.Meta = &data.FrameMeta{Notices: []data.Notice{{Severity: data.NoticeSeverityInfo, Text: slo.NoObjectives}}}
+	return f
+}
+
 // boundsText says which bucket bounds a row's good events were counted at.
 func boundsText(r slo.Row) string {
 	switch {

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -50,7 +51,7 @@ func NewSLO(s Settings, sc Scope, objectives []slo.Objective, names []string, at
 		}
 	}
 	if len(chosen) == 0 {
-		return SLO{}, backend.PluginError(fmt.Errorf("the data source has no service-level objectives: add them to its settings (slos)"))
+		return SLO{}, backend.PluginError(errors.New(slo.NoObjectives))
 	}
 	step := Step(s, sc)
 	if sc.To.Sub(sc.From) < step {

@@ -186,8 +186,13 @@ func unknownObjective(t *testing.T, e *env) {
 }
 
 func sloWithoutObjectives(t *testing.T, e *env) {
-	q := e.dataQuery("BAD", map[string]any{"queryType": "slo"})
-	failsAlone(t, e, pluginContext(e.v1.URL, nil), q, badQueryFailure("no service-level objectives", "slos"))
+	for _, format := range []string{"status", "attribution", "goodput", "burn"} {
+		q := e.dataQuery("A", map[string]any{"queryType": "slo", "format": format})
+		r := okResponse(t, e.query(t, pluginContext(e.v1.URL, nil), q), "A")
+		if got := notices(r.Frames); len(r.Frames) != 1 || r.Frames[0].Rows() != 0 || len(got) != 1 || !strings.Contains(got[0], "add them to its settings (slos)") {
+			t.Errorf("format %s without objectives answered %d frames with notices %q, want one empty frame saying to add objectives", format, len(r.Frames), got)
+		}
+	}
 }
 
 func unreachablePrometheus(t *testing.T, e *env) {

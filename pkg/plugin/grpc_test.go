@@ -54,7 +54,7 @@ func TestPluginOverGRPC(t *testing.T) {
 		{"unknown slo format fails that query only", unknownSLOFormat},
 		{"unknown burn severity fails that query only", unknownBurnSeverity},
 		{"an slo query naming an objective the settings lack fails that query only", unknownObjective},
-		{"an slo query without objectives in the settings fails that query only", sloWithoutObjectives},
+		{"an slo query without objectives in the settings answers no rows and a notice saying to add them", sloWithoutObjectives},
 		{"unreachable Prometheus is a downstream error", unreachablePrometheus},
 		{"Prometheus 5xx fails the query that hit it, downstream", prometheus5xx},
 		{"Prometheus slower than the timeout setting fails that query, downstream", prometheusTimeout},

@@ -51,6 +51,11 @@ func handleSLO(ctx context.Context, d *Datasource, q backend.DataQuery, query SL
 	if d.settings.SLOsErr != nil {
 		return badQuery(fmt.Errorf("data source settings: %w", d.settings.SLOsErr))
 	}
+	if len(d.settings.SLOs) == 0 && len(query.SLOs) == 0 {
+		// The provisioned SLOs panels on a data source without objectives: nothing was asked
+		// that could fail, so the panel says what to add instead of showing an error.
+		return backend.DataResponse{Frames: data.Frames{frames.NoObjectives()}}
+	}
 	format, ok := lookup(sloFormats, cmp.Or(query.Format, FormatSLOStatus))
 	if !ok {
 		return badQuery(fmt.Errorf("format %q is not one of %s", query.Format, valueList(sloFormats)))

@@ -39,6 +39,9 @@ var Indicators = []struct {
 	{Availability, "", "share of requests finished without abort or error"},
 }
 
+// NoObjectives says what to do where an objective is asked of settings that have none.
+const NoObjectives = "the data source has no service-level objectives: add them to its settings (slos)"
+
 // Spec is one objective as the settings write it (jsonData.slos); the names are a contract with
 // provisioning files.
 type Spec struct {
