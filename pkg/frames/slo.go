@@ -109,6 +109,9 @@ func SLOGoodput(rows []slo.Goodput, leftOut []slo.Objective, executed string, no
 			"goodput leaves out %s: an inter-token latency is observed once per output token, not per request, so from histograms the requests that met it cannot be joined with the other objectives'", o.Name)})
 	}
 	ns = append(ns, data.Notice{Severity: data.NoticeSeverityInfo, Text: "From histograms, the requests that met one objective cannot be matched with those that met another: goodput lies between goodput_low (max(0, a + b − 1) of the requests, for shares a and b) and goodput_high (min(a, b)); with one objective on a bucket bound the two are equal"})
+	if len(rows) > 0 && rows[0].Spans != nil {
+		ns = append(ns, data.Notice{Severity: data.NoticeSeverityInfo, Text: "sampled_share is the share of each step's sampled requests (their spans, by the step they finished in) that were served and met every objective of their model, exactly; sampled_spans is how many spans it rests on, and goodput_sampled that share of the requests per second vLLM traces (those finished without abort: vLLM traces no aborted request)"})
+	}
 	out := make(data.Frames, 0, len(rows))
 	for _, r := range rows {
 		times := make([]time.Time, len(r.Low))

@@ -149,6 +149,13 @@ func TestSLOGoodputSampledFields(t *testing.T) {
 					t.Errorf("field %d: %s in %q labelled %v, want %s in %q labelled with the instance", i, field.Name, unit, field.Labels, c.fields[i], c.units[i])
 				}
 			}
+			said := false
+			for _, n := range f.Meta.Notices {
+				said = said || strings.HasPrefix(n.Text, "sampled_share is the share")
+			}
+			if said != (c.row.Spans != nil) {
+				t.Errorf("a notice says what sampled_share is: %v, want %v", said, c.row.Spans != nil)
+			}
 			if c.row.Spans != nil {
 				share, _ := f.FieldByName("sampled_share")
 				spans, _ := f.FieldByName("sampled_spans")

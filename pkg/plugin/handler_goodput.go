@@ -60,8 +60,8 @@ func goodput(ctx context.Context, d *Datasource, p plan.SLO) backend.DataRespons
 		instance, _ := signals.ParseMatch("instance", p.Recent.Instance)
 		samples, left := samplesOf(spans, rows, instance)
 		unjudged := slo.SampledGoodput(p.Objectives, samples, rows, set)
-		notices = append(notices, spanNotices(samples, unjudged, left, sent, capped)...)
-		executed += "\n" + info.Query
+		notices = append(notices, spanNotices(samples, unjudged, left, capped)...)
+		executed += fmt.Sprintf("\n%d sampled request span(s), from %d trace search(es):\n%s", len(samples), sent, info.Query)
 	}
 	return backend.DataResponse{Frames: frames.SLOGoodput(rows, leftOut, executed, notices)}
 }
@@ -142,8 +142,8 @@ func samplesOf(reqs []traces.Request, rows []slo.Goodput, instance signals.Match
 }
 
 // spanNotices say what the sampled shares rest on and what they leave out.
-func spanNotices(samples []slo.Sample, unjudged slo.Unjudged, left map[string]int, sent, capped int) []string {
-	out := []string{fmt.Sprintf("sampled_share is the share of each step's sampled requests (their spans, by the step they finished in) that were served and met every objective of their model, exactly; sampled_spans is how many spans it rests on, and goodput_sampled that share of the requests per second vLLM traces (finished without abort; vLLM traces no aborted request). %d span(s) of %d search(es).", len(samples), sent)}
+func spanNotices(samples []slo.Sample, unjudged slo.Unjudged, left map[string]int, capped int) []string {
+	var out []string
 	if capped > 0 {
 		out = append(out, fmt.Sprintf("%d span search(es) stopped at their limit of %d spans with no search left to split them (at most %d a query): the steps of those windows rest on their newest sampled requests only.", capped, traces.DefaultMaxLimit, plan.MaxGoodputSearches))
 	}
