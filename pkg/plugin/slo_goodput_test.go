@@ -44,6 +44,11 @@ func TestFleetSampledGoodput(t *testing.T) {
 		return r.Responses["G"].Frames
 	}
 	goodput, status := ask("goodput"), ask("status")[0]
+	for _, line := range strings.Split(goodput[0].Meta.ExecutedQueryString, "\n") {
+		if strings.Contains(line, "sampled request span(s)") {
+			t.Log(line)
+		}
+	}
 	served := map[string]float64{}
 	for i := range status.Rows() {
 		if cellString(status, "slo", i) == "up" {
