@@ -57,7 +57,10 @@ export const EXPLAIN_FORMATS: readonly ExplainFormat[] = ['annotation'];
  * - `attribution`: one row per objective, instance and finding: the misses while the finding was active and their share
  *   of the instance's misses; rule none for the misses while no finding was
  * - `goodput`: per instance and model, then per model's fleet, the requests per second served (without abort or error)
- *   that met every objective of the model, bounded (goodput_low, goodput_high); objectives on itl are left out
+ *   that met every objective of the model, bounded from the metrics (goodput_low, goodput_high); with a trace backend,
+ *   also from the range's sampled request spans: the share of each step's that met them all (sampled_share), how many
+ *   spans it rests on (sampled_spans) and that share of the requests per second vLLM traces (goodput_sampled);
+ *   objectives on itl are left out
  * - `burn`: alert series per objective, instance, model and severity (multi-window, multi-burn-rate): page while the
  *   burn rate is above 14.4 over 1h and 5m, or above 6 over 6h and 30m (factors for a 30-day window, scaled to the
  *   objective's); ticket while the burn rate is above 1 over 3d and 6h (factors for a 30-day window, scaled to the

@@ -152,7 +152,7 @@ func Join(in Input, opts Options) Result {
 		for j := range r.States {
 			r.States[j] = State{AtStart: math.NaN(), Worst: math.NaN()}
 		}
-		r.DecodePerToken = decodePerToken(&r.Request)
+		r.DecodePerToken = DecodePerToken(&r.Request)
 		id := ix.of[i]
 		ix.fillModel(r, id)
 		ix.joinStates(r, id, g)
@@ -168,9 +168,10 @@ func Join(in Input, opts Options) Result {
 	return res
 }
 
-// decodePerToken divides decode time by the tokens after the first, as vLLM's
-// request_time_per_output_token does.
-func decodePerToken(r *traces.Request) float64 {
+// DecodePerToken is a request's time per output token: its decode time divided by the tokens
+// after the first, as vLLM's request_time_per_output_token does; NaN when the span lacks either
+// or the request has no token after the first.
+func DecodePerToken(r *traces.Request) float64 {
 	if !r.Present.Has(traces.FieldDecode) || !r.Present.Has(traces.FieldOutputTokens) || r.OutputTokens < 2 {
 		return math.NaN()
 	}

@@ -104,7 +104,9 @@ func SLOAttribution(rows []slo.AttributionRow, executed string, notices []string
 // SLOGoodput is the slo query's `goodput` format: per instance and model, then per model's
 // fleet (instance "fleet"), the requests per second that met every objective of the model, as
 // the series goodput_low and goodput_high (labelled instance and model_name) between which it
-// lies. Notices say why it is an interval, and which objectives it leaves out.
+// lies, and, when spans were read (slo.Goodput.Spans), the series goodput_sampled,
+// sampled_share and sampled_spans. Notices say why it is an interval, and which objectives it
+// leaves out.
 func SLOGoodput(rows []slo.Goodput, leftOut []slo.Objective, executed string, notices []string) data.Frames {
 	meta := func() *data.FrameMeta {
 		return &data.FrameMeta{Type: data.FrameTypeTimeSeriesWide, TypeVersion: data.FrameTypeVersion{0, 1}, ExecutedQueryString: executed}
@@ -115,6 +117,9 @@ func SLOGoodput(rows []slo.Goodput, leftOut []slo.Objective, executed string, no
 			"goodput leaves out %s: an inter-token latency is observed once per output token, not per request, so from histograms the requests that met it cannot be joined with the other objectives'", o.Name)})
 	}
 	ns = append(ns, data.Notice{Severity: data.NoticeSeverityInfo, Text: "From histograms, the requests that met one objective cannot be matched with those that met another: goodput lies between goodput_low (max(0, a + b − 1) of the requests, for shares a and b) and goodput_high (min(a, b)); with one objective on a bucket bound the two are equal"})
+	if len(rows) > 0 && rows[0].Spans != nil {
+		ns = append(ns, data.Notice{Severity: data.NoticeSeverityInfo, Text: "sampled_share is the share of each step's sampled requests (their spans, by the step they finished in) that were served and met every objective of their model, exactly; sampled_spans is how many spans it rests on, and goodput_sampled that share of the requests per second vLLM traces (those finished without abort: vLLM traces no aborted request)"})
+	}
 	out := make(data.Frames, 0, len(rows))
 	for _, r := range rows {
 		times := make([]time.Time, len(r.Low))
@@ -122,13 +127,17 @@ func SLOGoodput(rows []slo.Goodput, leftOut []slo.Objective, executed string, no
 			times[i] = r.From.Add(time.Duration(i) * r.Step)
 		}
 		labels := KeyLabels(r.Key)
-		field := func(n, bound string, v []float64) *data.Field {
+		field := func(n, unit, display string, v []float64) *data.Field {
 			f := data.NewField(n, labels, append([]float64(nil), v...))
-			f.Config = &data.FieldConfig{Unit: "reqps", DisplayNameFromDS: displayName("Goodput ("+bound+")", r.Key)}
+			f.Config = &data.FieldConfig{Unit: unit, DisplayNameFromDS: displayName(display, r.Key)}
 			return f
 		}
 		frame := data.NewFrame("goodput", data.NewField("time", nil, times),
-			field("goodput_low", "at least", r.Low), field("goodput_high", "at most", r.High))
+			field("goodput_low", "reqps", "Goodput (at least)", r.Low), field("goodput_high", "reqps", "Goodput (at most)", r.High))
+		if r.Spans != nil {
+			frame.Fields = append(frame.Fields, field("goodput_sampled", "reqps", "Goodput (sampled)", r.FromSpans),
+				field("sampled_share", "percentunit", "Sampled share", r.Share), field("sampled_spans", "short", "Sampled spans", r.Spans))
+		}
 		frame.Meta = meta()
 		out = append(out, frame)
 	}

@@ -116,6 +116,57 @@ func TestSLOGoodputFrames(t *testing.T) {
 	}
 }
 
+// The sampled fields come only with spans read: without a trace backend the frame is the
+// bounds alone.
+func TestSLOGoodputSampledFields(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	k := series.Key{Instance: "vllm-a", Model: "m"}
+	bounds := slo.Goodput{Key: k, From: t0, Step: time.Minute, Low: []float64{1, 2}, High: []float64{1.5, 2}}
+	sampled := bounds
+	sampled.Share, sampled.Spans, sampled.FromSpans = []float64{0.75, math.NaN()}, []float64{4, 0}, []float64{1.2, math.NaN()}
+	for _, c := range []struct {
+		name   string
+		row    slo.Goodput
+		fields []string
+		units  []string
+	}{
+		{"bounds alone without spans", bounds, []string{"time", "goodput_low", "goodput_high"}, []string{"", "reqps", "reqps"}},
+		{"with spans, the sampled goodput, share and spans", sampled,
+			[]string{"time", "goodput_low", "goodput_high", "goodput_sampled", "sampled_share", "sampled_spans"},
+			[]string{"", "reqps", "reqps", "reqps", "percentunit", "short"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := SLOGoodput([]slo.Goodput{c.row}, nil, "", nil)[0]
+			if len(f.Fields) != len(c.fields) {
+				t.Fatalf("%d fields, want %v", len(f.Fields), c.fields)
+			}
+			for i, field := range f.Fields {
+				unit := ""
+				if field.Config != nil {
+					unit = field.Config.Unit
+				}
+				if field.Name != c.fields[i] || unit != c.units[i] || (i > 0 && field.Labels["instance"] != "vllm-a") {
+					t.Errorf("field %d: %s in %q labelled %v, want %s in %q labelled with the instance", i, field.Name, unit, field.Labels, c.fields[i], c.units[i])
+				}
+			}
+			said := false
+			for _, n := range f.Meta.Notices {
+				said = said || strings.HasPrefix(n.Text, "sampled_share is the share")
+			}
+			if said != (c.row.Spans != nil) {
+				t.Errorf("a notice says what sampled_share is: %v, want %v", said, c.row.Spans != nil)
+			}
+			if c.row.Spans != nil {
+				share, _ := f.FieldByName("sampled_share")
+				spans, _ := f.FieldByName("sampled_spans")
+				if share.At(0).(float64) != 0.75 || !math.IsNaN(share.At(1).(float64)) || spans.At(1).(float64) != 0 {
+					t.Errorf("share %v, %v of %v, %v spans; want 0.75 of 4, then NaN of 0", share.At(0), share.At(1), spans.At(0), spans.At(1))
+				}
+			}
+		})
+	}
+}
+
 func TestSLOGoodputWithoutSeriesSaysWhy(t *testing.T) {
 	fs := SLOGoodput(nil, nil, "", nil)
 	if len(fs) != 1 || fs[0].Rows() != 0 || !strings.Contains(fs[0].Meta.Notices[len(fs[0].Meta.Notices)-1].Text, "no instance") {

@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/seed/vllm-datasource/pkg/series"
 	"github.com/seed/vllm-datasource/pkg/signals"
 	"github.com/seed/vllm-datasource/pkg/slo"
+	"github.com/seed/vllm-datasource/pkg/traces"
 )
 
 // SLO is the plan of an slo query: the objectives it answers and two requests of their
@@ -121,6 +123,44 @@ func (p SLO) Goodput() signals.Request {
 	r.Start = p.From
 	r.Signals = AvailabilitySignals
 	return r
+}
+
+// The goodput format's span searches (GoodputSearches).
+const (
+	// GoodputLead is how long before the range its spans are searched from: a search selects
+	// requests by their start, goodput counts them by their finish, so a request that ran
+	// longer than this before finishing in the range is not read.
+	GoodputLead = 10 * time.Minute
+	// GoodputSearchWindow is the length of the sub-windows the searches start with: a few
+	// minutes of a busy sampled fleet fit in one search's limit.
+	GoodputSearchWindow = 5 * time.Minute
+	// MaxGoodputSearches bounds the searches of one goodput query, the halves of the searches
+	// that stopped at their limit included.
+	MaxGoodputSearches = 256
+)
+
+// GoodputSearches are the trace searches of the goodput format: the sampled requests that may
+// have finished in the range, those that started from GoodputLead before it to its end, in
+// sub-windows of GoodputSearchWindow (at most half of MaxGoodputSearches, the rest left for
+// halving the searches that stop at their limit), each at the backends' largest limit. They are
+// sent with the metrics, so they cannot depend on them: an exact instance filter is carried to
+// the backend, any other filter is applied to what the searches return (the metrics' keys).
+func (p SLO) GoodputSearches() []traces.Query {
+	from := p.From.Add(-GoodputLead)
+	n := int(math.Ceil(float64(p.To.Sub(from)) / float64(GoodputSearchWindow)))
+	base := traces.Query{Limit: traces.DefaultMaxLimit}
+	if m, err := signals.ParseMatch("instance", p.Recent.Instance); err == nil {
+		if exact, ok := m.Exact(); ok {
+			base.Instances = []string{exact}
+		}
+	}
+	var out []traces.Query
+	for _, w := range traces.Windows(from, p.To, min(n, MaxGoodputSearches/2)) {
+		q := base
+		q.From, q.To = w[0], w[1]
+		out = append(out, q)
+	}
+	return out
 }
 
 // ForBurn plans the burn format, whose every step of the range reads the burn rates of the

@@ -10,6 +10,7 @@ import (
 	"github.com/seed/vllm-datasource/pkg/plan"
 	"github.com/seed/vllm-datasource/pkg/series"
 	"github.com/seed/vllm-datasource/pkg/slo"
+	"github.com/seed/vllm-datasource/pkg/traces"
 	"github.com/seed/vllm-datasource/pkg/vllm"
 )
 
@@ -208,6 +209,41 @@ func TestSLOPlanForBurn(t *testing.T) {
 			} {
 				if x.got != x.want {
 					t.Errorf("%s: %v, want %v", x.what, x.got, x.want)
+				}
+			}
+		})
+	}
+}
+
+func TestGoodputSearches(t *testing.T) {
+	all := objectives(t, `[{"name": "ttft-2s", "indicator": "ttft", "threshold": 2, "objective": 0.99, "window": "28d"}]`)
+	for _, c := range []struct {
+		name      string
+		instance  string
+		rangeLen  time.Duration
+		searches  int
+		instances []string
+	}{
+		{"every sub-window of the range and the lead before it, for the fleet", "", 2 * time.Hour, 26, nil},
+		{"an exact instance goes to the backend", "vllm-00:8000", time.Hour, 14, []string{"vllm-00:8000"}},
+		{"a regular expression does not: the metrics' keys filter the spans", "vllm-0.*", time.Hour, 14, nil},
+		{"a long range starts with half the searches' budget", "", 30 * 24 * time.Hour, plan.MaxGoodputSearches / 2, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := plan.NewSLO(settings, plan.Scope{From: t0, To: t0.Add(c.rangeLen), Interval: time.Minute, Instance: c.instance}, all, nil, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			qs := p.GoodputSearches()
+			if len(qs) != c.searches {
+				t.Fatalf("%d searches, want %d", len(qs), c.searches)
+			}
+			if !qs[0].From.Equal(p.From.Add(-plan.GoodputLead)) || !qs[len(qs)-1].To.Equal(p.To) {
+				t.Errorf("searches from %s to %s, want from %s to %s", qs[0].From, qs[len(qs)-1].To, p.From.Add(-plan.GoodputLead), p.To)
+			}
+			for i, q := range qs {
+				if (i > 0 && !q.From.Equal(qs[i-1].To)) || q.Limit != traces.DefaultMaxLimit || !slices.Equal(q.Instances, c.instances) {
+					t.Errorf("search %d: %+v, want it to follow the one before, at limit %d, instances %v", i, q, traces.DefaultMaxLimit, c.instances)
 				}
 			}
 		})

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
@@ -41,7 +40,7 @@ type sloFormat struct {
 var sloFormats = []sloFormat{
 	{EnumValue: EnumValue{Value: string(FormatSLOStatus), Doc: "one row per objective, instance and model: attainment as an interval, the budget left over the objective's window, burn rates over 1 h and 6 h; a fleet row per objective and model"}},
 	{EnumValue: EnumValue{Value: string(FormatSLOAttribution), Doc: "one row per objective, instance and finding: the misses while the finding was active and their share of the instance's misses; rule none for the misses while no finding was"}, attribution: true},
-	{EnumValue: EnumValue{Value: string(FormatSLOGoodput), Doc: "per instance and model, then per model's fleet, the requests per second served (without abort or error) that met every objective of the model, bounded (goodput_low, goodput_high); objectives on itl are left out"}},
+	{EnumValue: EnumValue{Value: string(FormatSLOGoodput), Doc: "per instance and model, then per model's fleet, the requests per second served (without abort or error) that met every objective of the model, bounded from the metrics (goodput_low, goodput_high); with a trace backend, also from the range's sampled request spans: the share of each step's that met them all (sampled_share), how many spans it rests on (sampled_spans) and that share of the requests per second vLLM traces (goodput_sampled); objectives on itl are left out"}},
 	{EnumValue: EnumValue{Value: string(FormatSLOBurn), Doc: "alert series per objective, instance, model and severity (multi-window, multi-burn-rate): page while " +
 		burnSeverityDoc(slo.Page) + "; ticket while " + burnSeverityDoc(slo.Ticket) +
 		"; the value is the lesser burn rate of the pair that holds, else 0; labels slo, instance, model_name, severity and top_rule (the finding holding most misses over the range)"}, attribution: true},
@@ -107,17 +106,6 @@ func handleSLO(ctx context.Context, d *Datasource, q backend.DataQuery, query SL
 	}
 	rows := slo.Statuses(p.Objectives, recent.Set, budget.Set, p.From)
 	return backend.DataResponse{Frames: data.Frames{frames.SLOStatus(rows, executed, notices)}}
-}
-
-// goodput answers the goodput format from the objectives' events over the range alone.
-func goodput(ctx context.Context, d *Datasource, p plan.SLO) backend.DataResponse {
-	res, err := d.prom.FetchAll(ctx, p.Goodput())
-	if err != nil {
-		return errorResponse(err)
-	}
-	rows, leftOut := slo.Goodputs(p.Objectives, res[0].Set, p.From)
-	executed := fmt.Sprintf("Goodput from %s to %s.\n%s", p.From.UTC().Format(time.RFC3339), p.To.UTC().Format(time.RFC3339), res[0].Plan)
-	return backend.DataResponse{Frames: frames.SLOGoodput(rows, leftOut, executed, res[0].Notices)}
 }
 
 // burnSeverityList names the severities of the burn format, for messages.

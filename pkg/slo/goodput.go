@@ -21,6 +21,9 @@ type Goodput struct {
 	From      time.Time
 	Step      time.Duration
 	Low, High []float64
+	// Share and Spans are the sampled requests' joint share and how many spans it rests on at
+	// each step, FromSpans the goodput they give (SampledGoodput); nil when no span was read.
+	Share, Spans, FromSpans []float64
 }
 
 // PerRequest reports whether an objective judges each request: an inter-token latency is one

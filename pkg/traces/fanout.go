@@ -45,6 +45,16 @@ func SearchAll(ctx context.Context, src Source, qs []Query, parallel int) ([]Req
 		})
 	}
 	err := g.Wait()
+	out, info := Merge(answers)
+	if err != nil {
+		return nil, info, answers, err
+	}
+	return out, info, answers, nil
+}
+
+// Merge merges searches' answers as SearchAll does: a span that several found appears once,
+// and the info adds theirs up, with their queries one per line.
+func Merge(answers []Answer) ([]Request, SearchInfo) {
 	var (
 		info    SearchInfo
 		out     []Request
@@ -71,8 +81,5 @@ func SearchAll(ctx context.Context, src Source, qs []Query, parallel int) ([]Req
 		}
 	}
 	info.Query = strings.Join(queries, "\n")
-	if err != nil {
-		return nil, info, answers, err
-	}
-	return out, info, answers, nil
+	return out, info
 }
