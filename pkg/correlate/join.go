@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/seed/vllm-datasource/pkg/diagnosis"
+	"github.com/seed/vllm-datasource/pkg/internal/option"
 	"github.com/seed/vllm-datasource/pkg/series"
 	"github.com/seed/vllm-datasource/pkg/traces"
 )
@@ -100,21 +101,11 @@ const (
 )
 
 func (o Options) withDefaults() Options {
-	if o.MinRequests <= 0 {
-		o.MinRequests = DefaultMinRequests
-	}
-	if o.ResidualFactor <= 0 {
-		o.ResidualFactor = DefaultResidualFactor
-	}
-	if o.DecodeFactor <= 0 {
-		o.DecodeFactor = DefaultDecodeFactor
-	}
-	if o.MinQueue <= 0 {
-		o.MinQueue = DefaultMinQueue
-	}
-	if o.StandoutFactor <= 0 {
-		o.StandoutFactor = DefaultStandoutFactor
-	}
+	o.MinRequests = option.PositiveOr(o.MinRequests, DefaultMinRequests)
+	o.ResidualFactor = option.PositiveOr(o.ResidualFactor, DefaultResidualFactor)
+	o.DecodeFactor = option.PositiveOr(o.DecodeFactor, DefaultDecodeFactor)
+	o.MinQueue = option.PositiveOr(o.MinQueue, DefaultMinQueue)
+	o.StandoutFactor = option.PositiveOr(o.StandoutFactor, DefaultStandoutFactor)
 	return o
 }
 

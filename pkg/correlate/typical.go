@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/seed/vllm-datasource/pkg/internal/option"
 	"github.com/seed/vllm-datasource/pkg/series"
 )
 
@@ -50,9 +51,7 @@ const DefaultStandoutFactor = 3
 // typical TTFT (DefaultStandoutFactor when factor ≤ 0). The requests plan searches for the
 // requests above them (plan.RequestMetrics).
 func Thresholds(typical map[string]float64, factor float64) map[string]float64 {
-	if factor <= 0 {
-		factor = DefaultStandoutFactor
-	}
+	factor = option.PositiveOr(factor, DefaultStandoutFactor)
 	out := make(map[string]float64, len(typical))
 	for in, v := range typical {
 		out[in] = factor * v

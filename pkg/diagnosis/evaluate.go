@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seed/vllm-datasource/pkg/internal/option"
 	"github.com/seed/vllm-datasource/pkg/series"
 )
 
@@ -84,12 +85,8 @@ const (
 )
 
 func (o Options) withDefaults() Options {
-	if o.MinRequests <= 0 {
-		o.MinRequests = DefaultMinRequests
-	}
-	if o.Baseline <= 0 {
-		o.Baseline = DefaultBaseline
-	}
+	o.MinRequests = option.PositiveOr(o.MinRequests, DefaultMinRequests)
+	o.Baseline = option.PositiveOr(o.Baseline, DefaultBaseline)
 	return o
 }
 

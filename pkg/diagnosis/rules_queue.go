@@ -33,14 +33,10 @@ var queueWithFreeCache = Rule{
 		param(kvUsageParam, 0.7, "fraction", Fraction, "KV usage below this"),
 		forParam(5),
 	},
-	Required: queueRequired,
-	Optional: []series.Signal{series.WaitingCapacity},
-	eval:     queued((*judge).below, Warning),
-	summary: func(e *env, i int) string {
-		j := newJudge()
-		return fmt.Sprintf("%s waiting of %s, KV usage %s", percent(waitingShare(e, &j, i)),
-			num(e.optional(series.Running, i)+e.optional(series.Waiting, i)), num(e.optional(series.KVUsage, i)))
-	},
+	Required:  queueRequired,
+	Optional:  []series.Signal{series.WaitingCapacity},
+	eval:      queued(waitingShare, waitingRatioParam, (*judge).below, Warning),
+	summary:   queueText(waitingShare, "waiting"),
 	recommend: budgetAdvice,
 	rank:      40,
 	// Requests that wait get their first token late while those admitted at once do not: TTFT's
@@ -68,7 +64,7 @@ var pastTheKnee = Rule{
 	},
 	Required: queueRequired,
 	Optional: []series.Signal{series.WaitingCapacity},
-	eval:     queued((*judge).atLeast, Critical),
+	eval:     queued(waitingShare, waitingRatioParam, (*judge).atLeast, Critical),
 	summary: func(e *env, i int) string {
 		j := newJudge()
 		return fmt.Sprintf("%s of requests waiting, KV usage %s", percent(waitingShare(e, &j, i)), num(e.optional(series.KVUsage, i)))
@@ -101,18 +97,9 @@ var queueDeferred = Rule{
 		param(kvUsageParam, 0.85, "fraction", Fraction, "KV usage below this"),
 		forParam(5),
 	},
-	Required: []series.Signal{series.Running, series.Waiting, series.WaitingDeferred, series.KVUsage},
-	eval: func(e *env, i int) outcome {
-		j := newJudge()
-		j.above(deferredShare(e, &j, i), e.p("deferred_ratio"))
-		j.below(e.value(&j, series.KVUsage, i), e.p(kvUsageParam))
-		return j.outcome(Warning)
-	},
-	summary: func(e *env, i int) string {
-		j := newJudge()
-		return fmt.Sprintf("%s deferred of %s, KV usage %s", percent(deferredShare(e, &j, i)),
-			num(e.optional(series.Running, i)+e.optional(series.Waiting, i)), num(e.optional(series.KVUsage, i)))
-	},
+	Required:  []series.Signal{series.Running, series.Waiting, series.WaitingDeferred, series.KVUsage},
+	eval:      queued(deferredShare, "deferred_ratio", (*judge).below, Warning),
+	summary:   queueText(deferredShare, "deferred"),
 	recommend: noValue("which constraint defers the requests (LoRA slots, KV transfers) is not in the metrics, so neither is the value to set"),
 	rank:      45,
 	// A deferred request's first token waits for its LoRA slot or its KV transfer while the
@@ -140,14 +127,26 @@ var (
 	queueRequired     = []series.Signal{series.Running, series.Waiting, series.KVUsage}
 )
 
-// queued is the condition of the queue rules: the share waiting above waiting_ratio, and KV
-// usage compared with kv_usage by kv.
-func queued(kv func(j *judge, v, t float64), sev Severity) func(e *env, i int) outcome {
+// queued is the condition of the queue rules: the share of the requests that wait
+// (waitingShare, or deferredShare) above the parameter ratio, and KV usage compared with
+// kv_usage by kv.
+func queued(share func(e *env, j *judge, i int) float64, ratio string, kv func(j *judge, v, t float64), sev Severity) func(e *env, i int) outcome {
 	return func(e *env, i int) outcome {
 		j := newJudge()
-		j.above(waitingShare(e, &j, i), e.p(waitingRatioParam))
+		j.above(share(e, &j, i), e.p(ratio))
 		kv(&j, e.value(&j, series.KVUsage, i), e.p(kvUsageParam))
 		return j.outcome(sev)
+	}
+}
+
+// queueText is the summary of queue_with_free_cache and queue_deferred: the share of running
+// plus waiting that waits (waitingShare, or deferredShare), named what ("waiting", "deferred"),
+// of running plus waiting, and KV usage.
+func queueText(share func(e *env, j *judge, i int) float64, what string) func(e *env, i int) string {
+	return func(e *env, i int) string {
+		j := newJudge()
+		return fmt.Sprintf("%s %s of %s, KV usage %s", percent(share(e, &j, i)), what,
+			num(e.optional(series.Running, i)+e.optional(series.Waiting, i)), num(e.optional(series.KVUsage, i)))
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seed/vllm-datasource/pkg/diagnosis"
+	"github.com/seed/vllm-datasource/pkg/internal/option"
 	"github.com/seed/vllm-datasource/pkg/series"
 	"github.com/seed/vllm-datasource/pkg/signals"
 	"github.com/seed/vllm-datasource/pkg/traces"
@@ -74,10 +75,7 @@ func NewRequests(s Settings, sc Scope, f RequestFilters, now time.Time) (Request
 	if err != nil {
 		return Requests{}, err
 	}
-	p := Requests{From: sc.From, To: sc.To, Instance: instance, Model: model, Filters: f, Rows: f.Limit}
-	if p.Rows <= 0 {
-		p.Rows = traces.DefaultLimit
-	}
+	p := Requests{From: sc.From, To: sc.To, Instance: instance, Model: model, Filters: f, Rows: option.PositiveOr(f.Limit, traces.DefaultLimit)}
 	msc := sc
 	msc.To = sc.To.Add(RequestTail + Step(s, sc))
 	if msc.To.After(now) {

@@ -69,6 +69,19 @@ func newMetricSet(gen vllm.Generation, model string, cfg EngineConfig, exp Expos
 		m.reg.MustRegister(c)
 		return c
 	}
+	// The families with a label (a finish reason, a waiting reason, a draft position).
+	counterVec := func(name, label string) *prometheus.CounterVec {
+		n, h := describe(name)
+		v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: n, Help: h, ConstLabels: constLabels}, []string{label})
+		m.reg.MustRegister(v)
+		return v
+	}
+	gaugeVec := func(name, label string) *prometheus.GaugeVec {
+		n, h := describe(name)
+		v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: n, Help: h, ConstLabels: constLabels}, []string{label})
+		m.reg.MustRegister(v)
+		return v
+	}
 	histogram := func(name string, buckets []float64) prometheus.Observer {
 		n, h := describe(name)
 		if own, ok := exp.Buckets[name]; ok {
@@ -89,9 +102,7 @@ func newMetricSet(gen vllm.Generation, model string, cfg EngineConfig, exp Expos
 	m.preemptions = counter(vllm.Preemptions)
 	m.promptTokens = counter(vllm.PromptTokens)
 	m.genTk = counter(vllm.GenerationTokens)
-	n, h := describe(vllm.RequestSuccess)
-	success := prometheus.NewCounterVec(prometheus.CounterOpts{Name: n, Help: h, ConstLabels: constLabels}, []string{vllm.LabelFinishedReason})
-	m.reg.MustRegister(success)
+	success := counterVec(vllm.RequestSuccess, vllm.LabelFinishedReason)
 	m.success = map[string]prometheus.Counter{}
 	for _, reason := range vllm.FinishedReasons {
 		m.success[reason] = success.WithLabelValues(reason)
@@ -126,9 +137,7 @@ func newMetricSet(gen vllm.Generation, model string, cfg EngineConfig, exp Expos
 			m.specAccTk = counter(vllm.SpecAcceptedTokens)
 		}
 	} else {
-		n, h := describe(vllm.RequestsWaitingByReason)
-		byReason := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: n, Help: h, ConstLabels: constLabels}, []string{vllm.LabelReason})
-		m.reg.MustRegister(byReason)
+		byReason := gaugeVec(vllm.RequestsWaitingByReason, vllm.LabelReason)
 		m.waitingCapacity = byReason.WithLabelValues("capacity")
 		m.waitingDeferred = byReason.WithLabelValues("deferred")
 		m.kvUsage = gauge(vllm.KVCacheUsage)
@@ -142,9 +151,7 @@ func newMetricSet(gen vllm.Generation, model string, cfg EngineConfig, exp Expos
 			m.specDrafts = counter(vllm.SpecDrafts)
 			m.specDraftTk = counter(vllm.SpecDraftTokens)
 			m.specAccTk = counter(vllm.SpecAcceptedTokens)
-			n, h := describe(vllm.SpecAcceptedPerPos)
-			perPos := prometheus.NewCounterVec(prometheus.CounterOpts{Name: n, Help: h, ConstLabels: constLabels}, []string{vllm.LabelPosition})
-			m.reg.MustRegister(perPos)
+			perPos := counterVec(vllm.SpecAcceptedPerPos, vllm.LabelPosition)
 			for i := range cfg.SpecTokens {
 				m.specPerPos = append(m.specPerPos, perPos.WithLabelValues(strconv.Itoa(i)))
 			}
@@ -155,7 +162,7 @@ func newMetricSet(gen vllm.Generation, model string, cfg EngineConfig, exp Expos
 	if !m.v0 {
 		infoLabels = append(infoLabels, vllm.LabelEngine)
 	}
-	n, h = describe(vllm.CacheConfigInfo)
+	n, h := describe(vllm.CacheConfigInfo)
 	m.cacheInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: n, Help: h}, infoLabels)
 	m.reg.MustRegister(m.cacheInfo)
 	m.setCacheConfig(cfg)

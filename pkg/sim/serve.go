@@ -16,6 +16,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/seed/vllm-datasource/pkg/internal/option"
 )
 
 // live is a scenario advanced on demand, for serving: no scrapes are stored, the registries
@@ -112,10 +114,7 @@ func Serve(ctx context.Context, sc Scenario, o ServeOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.Duration <= 0 {
-		o.Duration = time.Hour
-	}
-	l, err := newLive(sc, o.Duration)
+	l, err := newLive(sc, option.PositiveOr(o.Duration, time.Hour))
 	if err != nil {
 		return err
 	}

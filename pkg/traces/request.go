@@ -21,11 +21,13 @@
 package traces
 
 import (
+	"cmp"
 	"math"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/seed/vllm-datasource/pkg/internal/option"
 	"github.com/seed/vllm-datasource/pkg/vllm"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 )
@@ -171,30 +173,14 @@ const (
 
 // WithDefaults returns o with every unset option at its default.
 func (o Options) WithDefaults() Options {
-	if o.ServiceName == "" {
-		o.ServiceName = vllm.DefaultServiceName
-	}
-	if o.SpanName == "" {
-		o.SpanName = vllm.DefaultSpanName
-	}
-	if o.InstanceAttribute == "" {
-		o.InstanceAttribute = vllm.DefaultInstanceAttr
-	}
-	if o.ModelAttribute == "" {
-		o.ModelAttribute = vllm.DefaultModelAttr
-	}
-	if o.MaxBodyBytes <= 0 {
-		o.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if o.MaxSpansPerTrace <= 0 {
-		o.MaxSpansPerTrace = DefaultMaxSpansPerTrace
-	}
-	if o.MaxLimit <= 0 {
-		o.MaxLimit = DefaultMaxLimit
-	}
-	if o.DefaultLimit <= 0 {
-		o.DefaultLimit = min(DefaultLimit, o.MaxLimit)
-	}
+	o.ServiceName = cmp.Or(o.ServiceName, vllm.DefaultServiceName)
+	o.SpanName = cmp.Or(o.SpanName, vllm.DefaultSpanName)
+	o.InstanceAttribute = cmp.Or(o.InstanceAttribute, vllm.DefaultInstanceAttr)
+	o.ModelAttribute = cmp.Or(o.ModelAttribute, vllm.DefaultModelAttr)
+	o.MaxBodyBytes = option.PositiveOr(o.MaxBodyBytes, DefaultMaxBodyBytes)
+	o.MaxSpansPerTrace = option.PositiveOr(o.MaxSpansPerTrace, DefaultMaxSpansPerTrace)
+	o.MaxLimit = option.PositiveOr(o.MaxLimit, DefaultMaxLimit)
+	o.DefaultLimit = option.PositiveOr(o.DefaultLimit, min(DefaultLimit, o.MaxLimit))
 	return o
 }
 

@@ -197,32 +197,42 @@ func (c *rootCommand) timeRange() (time.Time, time.Time, error) {
 	return from, to, nil
 }
 
-// start checks the flags, builds the plugin's instance and runs its health check.
-func (c *rootCommand) start(ctx context.Context) (*engine, error) {
+// start checks the flags, builds the plugin's instance and runs its health check, under
+// --timeout (none with --watch, which runs until interrupted): the command asks the engine
+// within the context start returns, and calls stop when it is done.
+func (c *rootCommand) start(ctx context.Context) (context.Context, context.CancelFunc, *engine, error) {
 	switch c.opts.output {
 	case outTable, outJSON, outPrometheus:
 	default:
-		return nil, fmt.Errorf("--output %q is not one of table, json, prometheus", c.opts.output)
+		return nil, nil, nil, fmt.Errorf("--output %q is not one of table, json, prometheus", c.opts.output)
 	}
 	s, err := c.opts.conn.instanceSettings(c.getenv)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	step := c.opts.step
 	if step == 0 {
 		if step, err = time.ParseDuration(c.opts.conn.scrapeInterval); err != nil || step <= 0 {
-			return nil, fmt.Errorf("--scrape-interval %q is not a positive duration such as 15s", c.opts.conn.scrapeInterval)
+			return nil, nil, nil, fmt.Errorf("--scrape-interval %q is not a positive duration such as 15s", c.opts.conn.scrapeInterval)
 		}
+	}
+	var stop context.CancelFunc
+	if c.opts.watch {
+		ctx, stop = context.WithCancel(ctx)
+	} else {
+		ctx, stop = context.WithTimeout(ctx, c.opts.timeout)
 	}
 	e, err := newEngine(ctx, s, step, &progress{w: c.stderr, on: isTerminal(c.stderr)})
 	if err != nil {
-		return nil, err
+		stop()
+		return nil, nil, nil, err
 	}
 	if err := e.check(ctx); err != nil {
 		e.progress.set("")
-		return nil, err
+		stop()
+		return nil, nil, nil, err
 	}
-	return e, nil
+	return ctx, stop, e, nil
 }
 
 func isTerminal(w io.Writer) bool {
@@ -257,13 +267,6 @@ func (c *rootCommand) timeline() plugin.DiagnosisQuery {
 	return plugin.DiagnosisQuery{Scope: c.scope(), Format: plugin.FormatTimeline, AllRules: true}
 }
 
-func (c *rootCommand) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	if c.opts.watch {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeout(ctx, c.opts.timeout)
-}
-
 // runDiagnosis answers the root command: the findings of the range, or --watch.
 func (c *rootCommand) runDiagnosis(ctx context.Context) error {
 	if c.opts.scrape != "" {
@@ -281,12 +284,11 @@ func (c *rootCommand) runDiagnosis(ctx context.Context) error {
 
 // diagnose prints the findings of the range from the Prometheus of the flags, or --watch.
 func (c *rootCommand) diagnose(ctx context.Context, from, to time.Time) error {
-	ctx, cancel := c.withTimeout(ctx)
-	defer cancel()
-	e, err := c.start(ctx)
+	ctx, stop, e, err := c.start(ctx)
 	if err != nil {
 		return err
 	}
+	defer stop()
 	if c.opts.watch {
 		return c.runWatch(ctx, e)
 	}

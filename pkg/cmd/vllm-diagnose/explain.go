@@ -53,12 +53,11 @@ func (c *rootCommand) runExplain(ctx context.Context, traceID string) error {
 	if c.opts.conn.tempo == "" && c.opts.conn.jaeger == "" {
 		return errors.New("explain reads the request's spans: give --jaeger URL or --tempo URL")
 	}
-	ctx, cancel := c.withTimeout(ctx)
-	defer cancel()
-	e, err := c.start(ctx)
+	ctx, stop, e, err := c.start(ctx)
 	if err != nil {
 		return err
 	}
+	defer stop()
 	ans, err := e.ask(ctx, "explaining trace "+traceID,
 		query{refID: "explain", model: plugin.ExplainQuery{TraceID: traceID}, from: from, to: to})
 	if err != nil {
@@ -193,12 +192,11 @@ func (c *rootCommand) runVerdict(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := c.withTimeout(ctx)
-	defer cancel()
-	e, err := c.start(ctx)
+	ctx, stop, e, err := c.start(ctx)
 	if err != nil {
 		return err
 	}
+	defer stop()
 	model := plugin.VerdictQuery{Scope: c.scope(), BaselineFrom: strings.TrimSpace(bFrom), BaselineTo: strings.TrimSpace(bTo), Rule: c.opts.rule}
 	for _, o := range c.opts.optimisations {
 		model.Optimisations = append(model.Optimisations, verdict.Optimisation(o))

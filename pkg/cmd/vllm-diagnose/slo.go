@@ -105,12 +105,11 @@ func (c *rootCommand) runSLO(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := c.withTimeout(ctx)
-	defer cancel()
-	e, err := c.start(ctx)
+	ctx, stop, e, err := c.start(ctx)
 	if err != nil {
 		return err
 	}
+	defer stop()
 	ans, err := e.ask(ctx, "reading the objectives over "+to.Sub(from).String(),
 		query{refID: "status", model: plugin.SLOQuery{Scope: c.scope(), SLOs: names, Format: plugin.FormatSLOStatus}, from: from, to: to},
 		query{refID: "burn", model: plugin.SLOQuery{Scope: c.scope(), SLOs: names, Format: plugin.FormatSLOBurn}, from: from, to: to},
