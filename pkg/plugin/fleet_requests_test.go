@@ -152,13 +152,14 @@ func jaegerCalls(exec string) int {
 	return n
 }
 
-// TestFleetRequests checks the requests query at fleet scale, against what the simulator
-// injected.
+// TestFleetRequests checks the requests query, and the goodput format's sampled fields, at
+// fleet scale against what the simulator injected (one bed for both: it takes minutes to build).
 func TestFleetRequests(t *testing.T) {
 	b := newFleetBed(t)
 	t.Run("one instance over its fault window", func(t *testing.T) { fleetOneInstance(t, b) })
 	t.Run("anomalousOnly finds the injected slow requests", func(t *testing.T) { fleetAnomalousOnly(t, b) })
 	t.Run("the drill-down's explain queries", func(t *testing.T) { fleetDrillDown(t, b) })
+	t.Run("goodput's sampled fields are the simulator's kept requests", func(t *testing.T) { fleetSampledGoodput(t, b) })
 }
 
 // fleetDrillDown: the request link names the answering data source; without a trace id the

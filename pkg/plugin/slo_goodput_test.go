@@ -15,11 +15,10 @@ import (
 	"github.com/seed/vllm-datasource/pkg/testbed"
 )
 
-// TestFleetSampledGoodput checks the goodput format's sampled fields on the fleet bed (12
+// fleetSampledGoodput checks the goodput format's sampled fields on the fleet bed (12
 // instances, one request span in fleetSampling in a real Jaeger) against the simulator's own
 // records of the requests it kept spans of.
-func TestFleetSampledGoodput(t *testing.T) {
-	b := newFleetBed(t)
+func fleetSampledGoodput(t *testing.T, b *fleetBed) {
 	// The fleet's objectives, and availability: its status rows count each instance's served
 	// requests, which the sampled share is checked against with the bounds.
 	var settings map[string]any
