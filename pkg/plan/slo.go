@@ -140,3 +140,21 @@ func (p SLO) ForBurn() SLO {
 	p.Budget.Start = start.Truncate(p.Budget.Step)
 	return p
 }
+
+// ForBudget plans the budget format, whose every step of the range reads its objective's
+// window ending at the step: Recent holds the range at the panel's step, and Budget the longest
+// objective's window before the range at no more than sloBudgetPoints steps, reaching the
+// range's start (slo.Budgets adds each step's window up from the two).
+func (p SLO) ForBudget() SLO {
+	p.Recent.Start = p.From
+	var window time.Duration
+	for _, o := range p.Objectives {
+		window = max(window, o.Window)
+	}
+	start := p.From.Add(-window)
+	p.Budget.Step = max(p.Recent.Step, (window / sloBudgetPoints).Round(time.Minute))
+	p.Budget.Start = start.Truncate(p.Budget.Step)
+	steps := (p.From.Sub(p.Budget.Start) + p.Budget.Step - 1) / p.Budget.Step
+	p.Budget.End = p.Budget.Start.Add(steps * p.Budget.Step)
+	return p
+}

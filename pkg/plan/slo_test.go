@@ -213,3 +213,31 @@ func TestSLOPlanForBurn(t *testing.T) {
 		})
 	}
 }
+
+// TestSLOPlanForBudget: the range at the panel's step from its start, and the longest
+// objective's window before it at no more than 1000 steps, reaching the range's start.
+func TestSLOPlanForBudget(t *testing.T) {
+	raw := `[{"name": "a", "indicator": "ttft", "threshold": 1, "objective": 0.99, "window": "7d"},
+		{"name": "b", "indicator": "ttft", "threshold": 2, "objective": 0.99, "window": "28d"}]`
+	sc := plan.Scope{From: t0.Add(7 * time.Minute), To: t0.Add(2 * time.Hour), Interval: time.Minute}
+	p, err := plan.NewSLO(settings, sc, objectives(t, raw), nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p = p.ForBudget()
+	step := 40 * time.Minute // 28 d / 1000, rounded to a minute
+	for _, x := range []struct {
+		what      string
+		got, want any
+	}{
+		{"recent start: the range's", p.Recent.Start, p.From},
+		{"recent step: the panel's", p.Recent.Step, time.Minute},
+		{"budget step", p.Budget.Step, step},
+		{"budget start: 28 d before the range", p.Budget.Start, p.From.Add(-28 * 24 * time.Hour).Truncate(step)},
+		{"budget end: the first of its steps at or after the range's start", p.Budget.End, p.From.Truncate(step).Add(step)},
+	} {
+		if x.got != x.want {
+			t.Errorf("%s: %v, want %v", x.what, x.got, x.want)
+		}
+	}
+}

@@ -23,6 +23,7 @@ const (
 	FormatSLOAttribution SLOFormat = "attribution"
 	FormatSLOGoodput     SLOFormat = "goodput"
 	FormatSLOBurn        SLOFormat = "burn"
+	FormatSLOBudget      SLOFormat = "budget"
 )
 
 // burnSeverityDoc says when a severity of the burn format holds.
@@ -45,6 +46,7 @@ var sloFormats = []sloFormat{
 	{EnumValue: EnumValue{Value: string(FormatSLOBurn), Doc: "alert series per objective, instance, model and severity (multi-window, multi-burn-rate): page while " +
 		burnSeverityDoc(slo.Page) + "; ticket while " + burnSeverityDoc(slo.Ticket) +
 		"; the value is the lesser burn rate of the pair that holds, else 0; labels slo, instance, model_name, severity and top_rule (the finding holding most misses over the range)"}, attribution: true},
+	{EnumValue: EnumValue{Value: string(FormatSLOBudget), Doc: "budget burn-down: per objective, instance and model, then per model's fleet (instance fleet), the share of the budget left at each step over the objective's window ending at the step, the worst end of its interval as in status (budget_remaining; negative when overspent)"}},
 }
 
 func handleSLO(ctx context.Context, d *Datasource, q backend.DataQuery, query SLOQuery) backend.DataResponse {
@@ -75,6 +77,9 @@ func handleSLO(ctx context.Context, d *Datasource, q backend.DataQuery, query SL
 		if diag, err = d.diagnosePlan(ctx, *p.Diagnosis); err != nil {
 			return errorResponse(err)
 		}
+	}
+	if format.Value == string(FormatSLOBudget) {
+		return budget(ctx, d, p.ForBudget())
 	}
 	if format.Value == string(FormatSLOGoodput) {
 		return goodput(ctx, d, p)
@@ -113,6 +118,18 @@ func goodput(ctx context.Context, d *Datasource, p plan.SLO) backend.DataRespons
 	rows, leftOut := slo.Goodputs(p.Objectives, res[0].Set, p.From)
 	executed := fmt.Sprintf("Goodput from %s to %s.\n%s", p.From.UTC().Format(time.RFC3339), p.To.UTC().Format(time.RFC3339), res[0].Plan)
 	return backend.DataResponse{Frames: frames.SLOGoodput(rows, leftOut, executed, res[0].Notices)}
+}
+
+// budget answers the budget format: each step's window is added up from the range's events and
+// the coarser ones of the window before it (slo.Budgets), two requests as the status's.
+func budget(ctx context.Context, d *Datasource, p plan.SLO) backend.DataResponse {
+	res, err := d.prom.FetchAll(ctx, p.Recent, p.Budget)
+	if err != nil {
+		return errorResponse(err)
+	}
+	times, budgets := slo.Budgets(p.Objectives, res[0].Set, res[1].Set, p.From)
+	notices := append(append([]string(nil), res[0].Notices...), res[1].Notices...)
+	return backend.DataResponse{Frames: frames.SLOBudget(times, budgets, p.Executed(res[0].Plan, res[1].Plan), notices)}
 }
 
 // burnSeverityList names the severities of the burn format, for messages.
