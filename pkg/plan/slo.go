@@ -142,19 +142,21 @@ func (p SLO) ForBurn() SLO {
 }
 
 // ForBudget plans the budget format, whose every step of the range reads its objective's
-// window ending at the step: Recent holds the range at the panel's step, and Budget the longest
-// objective's window before the range at no more than sloBudgetPoints steps, reaching the
-// range's start (slo.Budgets adds each step's window up from the two).
+// window ending at the step: Budget holds the longest objective's window before the range at no
+// more than sloBudgetPoints steps (a whole number of the panel's), ending at its last step at or
+// before the range's start, and Recent the rest at the panel's step, from there to the range's
+// end: the two meet, so that no event is counted twice (slo.Budgets adds each step's window up
+// from them).
 func (p SLO) ForBudget() SLO {
-	p.Recent.Start = p.From
 	var window time.Duration
 	for _, o := range p.Objectives {
 		window = max(window, o.Window)
 	}
-	start := p.From.Add(-window)
-	p.Budget.Step = max(p.Recent.Step, (window / sloBudgetPoints).Round(time.Minute))
-	p.Budget.Start = start.Truncate(p.Budget.Step)
-	steps := (p.From.Sub(p.Budget.Start) + p.Budget.Step - 1) / p.Budget.Step
-	p.Budget.End = p.Budget.Start.Add(steps * p.Budget.Step)
+	step := p.Recent.Step
+	p.Budget.Step = max(step, (window / sloBudgetPoints).Round(time.Minute))
+	p.Budget.Step = (p.Budget.Step + step - 1) / step * step
+	p.Budget.End = p.From.Truncate(p.Budget.Step)
+	p.Budget.Start = p.From.Add(-window).Truncate(p.Budget.Step)
+	p.Recent.Start = p.Budget.End
 	return p
 }

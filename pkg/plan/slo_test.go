@@ -214,8 +214,9 @@ func TestSLOPlanForBurn(t *testing.T) {
 	}
 }
 
-// TestSLOPlanForBudget: the range at the panel's step from its start, and the longest
-// objective's window before it at no more than 1000 steps, reaching the range's start.
+// TestSLOPlanForBudget: the longest objective's window before the range at no more than 1000
+// steps, up to its last step before the range's start, and from there the range at the panel's
+// step.
 func TestSLOPlanForBudget(t *testing.T) {
 	raw := `[{"name": "a", "indicator": "ttft", "threshold": 1, "objective": 0.99, "window": "7d"},
 		{"name": "b", "indicator": "ttft", "threshold": 2, "objective": 0.99, "window": "28d"}]`
@@ -230,11 +231,11 @@ func TestSLOPlanForBudget(t *testing.T) {
 		what      string
 		got, want any
 	}{
-		{"recent start: the range's", p.Recent.Start, p.From},
+		{"recent start: the budget's end", p.Recent.Start, t0},
 		{"recent step: the panel's", p.Recent.Step, time.Minute},
 		{"budget step", p.Budget.Step, step},
-		{"budget start: 28 d before the range", p.Budget.Start, p.From.Add(-28 * 24 * time.Hour).Truncate(step)},
-		{"budget end: the first of its steps at or after the range's start", p.Budget.End, p.From.Truncate(step).Add(step)},
+		{"budget start: 28 d before the range", p.Budget.Start, t0.Add(-28 * 24 * time.Hour)},
+		{"budget end: the last of its steps at or before the range's start", p.Budget.End, t0},
 	} {
 		if x.got != x.want {
 			t.Errorf("%s: %v, want %v", x.what, x.got, x.want)

@@ -18,7 +18,8 @@ type Budget struct {
 
 // Budgets are the objectives' budget series, each objective's keys sorted then a fleet series
 // per model, at the steps of recent's grid after `from` (times): recent holds the range at the
-// panel's step, past the longest objective's window before the range at a coarser step.
+// panel's step from the end of past (see BudgetLeft), past the longest objective's window
+// before the range at a coarser step.
 // Reading every step's window (28 days, say) from Prometheus would cost a range query per
 // step; instead each window is added up here from the two grids' events (BudgetLeft).
 func Budgets(objectives []Objective, recent, past *series.Set, from time.Time) (times []time.Time, out []Budget) {
@@ -35,16 +36,17 @@ func Budgets(objectives []Objective, recent, past *series.Set, from time.Time) (
 }
 
 // BudgetLeft is the share of an objective's budget left (Tally.BudgetRemaining) at each step of
-// a grid from step `from` on, over the objective's window ending at the step. The events of
-// steps from `from` on are recent's; those before come from past, a coarser grid ending at or
-// after recent's step before `from`, of which only what precedes that step is read. A step's
-// events are spread evenly over its step (the rate window ending at it), so a window edge
-// inside a step takes the share of its events the window covers: an error of at most one
-// past step's events at each edge. A step without data counts no events, and so does what a
-// window reaches before past's first step. NaN where a window holds no event.
+// a grid from step `from` on, over the objective's window ending at the step. The events after
+// the grid's first step are recent's; those up to it come from past, a coarser grid that
+// should end there: what a past step holds after it is left out, but a past step's events are
+// spread evenly over its step (the rate window ending at it), which they are not where the
+// data begins inside it. A window's start inside a past step takes the share of its events the
+// window covers: an error of at most one past step's events. A step without data counts no
+// events, and so does what a window reaches before past's first step. NaN where a window holds
+// no event.
 func BudgetLeft(recent Events, g series.Grid, from int, past Events, pg series.Grid, o Objective) []Interval {
 	c := cumulative{}
-	boundary := g.Time(from).Add(-g.Step)
+	boundary := g.Time(0)
 	for k := range past.Total {
 		end := pg.Time(k)
 		begin := end.Add(-pg.Step)
@@ -56,7 +58,7 @@ func BudgetLeft(recent Events, g series.Grid, from int, past Events, pg series.G
 		}
 		c.add(begin, end, pg.Step, past, k)
 	}
-	for i := from; i < g.Len && i < len(recent.Total); i++ {
+	for i := 1; i < g.Len && i < len(recent.Total); i++ {
 		c.add(g.Time(i).Add(-g.Step), g.Time(i), g.Step, recent, i)
 	}
 	out := make([]Interval, 0, max(g.Len-from, 0))
