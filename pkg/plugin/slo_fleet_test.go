@@ -97,15 +97,19 @@ func TestFleetSLO(t *testing.T) {
 // of the budget.
 const budgetTarget = 0.99
 
-// fleetBudgetEndsAtTheStatus: every budget series' last point is its status row's
-// budget_remaining, to 0.01 of the events in miss share, the attainment's tolerance (the
-// status reads the window at a coarser step; budget shares are a hundred times the miss shares
-// at a target of 0.99).
+// fleetBudgetEndsAtTheStatus: every budget series' last point is what its status row's events
+// leave of the budget, to 0.001 of them in miss share: the objectives' windows hold the whole
+// run, which is the status's range, so the budget left is 1 − (1 − attainment_low) / (1 −
+// objective). (The status's budget_remaining reads the window every 40 minutes, 28 d / 1000:
+// on this two-hour run, whose data begins inside one of those steps, it was measured 0.003 to
+// 0.069 off the injected misses in miss share, depending on where the run's start falls.)
 func fleetBudgetEndsAtTheStatus(t *testing.T, budget data.Frames, status *data.Frame) {
 	type key struct{ slo, instance, model string }
 	want := map[key]float64{}
 	for i := range status.Rows() {
-		want[key{cellString(status, "slo", i), cellString(status, "instance", i), cellString(status, "model_name", i)}] = cellFloat(status, "budget_remaining", i)
+		k := key{cellString(status, "slo", i), cellString(status, "instance", i), cellString(status, "model_name", i)}
+		want[k] = 1 - (1-cellFloat(status, "attainment_low", i))/(1-cellFloat(status, "objective", i))
+		t.Logf("%v: status budget_remaining %.3f", k, cellFloat(status, "budget_remaining", i))
 	}
 	seen := 0
 	for _, f := range budget {
@@ -117,9 +121,8 @@ func fleetBudgetEndsAtTheStatus(t *testing.T, budget data.Frames, status *data.F
 			continue
 		}
 		seen++
-		got := v.At(f.Rows() - 1).(float64)
-		if math.Abs(got-w)*(1-budgetTarget) > 0.01 {
-			t.Errorf("%v: budget left %.3f at the range's end, status %.3f", k, got, w)
+		if got := v.At(f.Rows() - 1).(float64); math.Abs(got-w)*(1-budgetTarget) > 0.001 {
+			t.Errorf("%v: budget left %.3f at the range's end, the status's events leave %.3f", k, got, w)
 		}
 	}
 	if seen != len(want) {
