@@ -242,3 +242,20 @@ func TestSLOPlanForBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestSLOPlanForBudgetMeetsOnThePanelsGrid: with a panel step that does not divide 40 minutes,
+// the budget's step is a whole number of it, so the budget ends on the range's grid.
+func TestSLOPlanForBudgetMeetsOnThePanelsGrid(t *testing.T) {
+	raw := `[{"name": "b", "indicator": "ttft", "threshold": 2, "objective": 0.99, "window": "28d"}]`
+	sc := plan.Scope{From: t0.Add(7 * time.Minute), To: t0.Add(2 * time.Hour), Interval: 70 * time.Second}
+	p, err := plan.NewSLO(settings, sc, objectives(t, raw), nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p = p.ForBudget()
+	if p.Budget.Step != 2450*time.Second || p.Budget.End.After(p.From) || p.Budget.End.Sub(p.Recent.Start) != 0 ||
+		!p.Budget.End.Truncate(p.Recent.Step).Equal(p.Budget.End) {
+		t.Errorf("budget every %s to %s, recent every %s from %s; want every 2450 s (35 × 70 s) to a 70 s step at or before %s",
+			p.Budget.Step, p.Budget.End, p.Recent.Step, p.Recent.Start, p.From)
+	}
+}
