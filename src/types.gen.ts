@@ -66,10 +66,13 @@ export const EXPLAIN_FORMATS: readonly ExplainFormat[] = ['annotation'];
  *   objective's); ticket while the burn rate is above 1 over 3d and 6h (factors for a 30-day window, scaled to the
  *   objective's); the value is the lesser burn rate of the pair that holds, else 0; labels slo, instance, model_name,
  *   severity and top_rule (the finding holding most misses over the range)
+ * - `budget`: budget burn-down: per objective, instance and model, then per model's fleet (instance fleet), the share
+ *   of the budget left at each step over the objective's window ending at the step, the worst end of its interval as in
+ *   status (budget_remaining; negative when overspent)
  */
-export type SLOFormat = 'status' | 'attribution' | 'goodput' | 'burn';
+export type SLOFormat = 'status' | 'attribution' | 'goodput' | 'burn' | 'budget';
 
-export const SLO_FORMATS: readonly SLOFormat[] = ['status', 'attribution', 'goodput', 'burn'];
+export const SLO_FORMATS: readonly SLOFormat[] = ['status', 'attribution', 'goodput', 'burn', 'budget'];
 
 /**
  * Severity ranks a finding: critical, warning or info.

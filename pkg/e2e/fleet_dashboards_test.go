@@ -160,8 +160,11 @@ func TestDashboardsOnAFleet(t *testing.T) {
 					b.checkTimelineOfOne(t, one.Frames)
 				}
 			case plugin.SLOQuery:
-				if q.Format == plugin.FormatSLOStatus {
+				switch q.Format {
+				case plugin.FormatSLOStatus:
 					b.checkSLOStatus(t, r.Frames)
+				case plugin.FormatSLOBudget, plugin.FormatSLOGoodput:
+					checkFleetSeries(t, tg, q.Format, r.Frames)
 				}
 			case plugin.SignalsQuery:
 				if tg.PanelType == "timeseries" {
@@ -314,6 +317,34 @@ func (b *fleetBed) checkSLOStatus(t *testing.T, fs data.Frames) {
 	for _, o := range objectives {
 		assert.True(t, instances[o.Name][slo.Fleet], "%s has no fleet line", o.Name)
 		assert.Len(t, instances[o.Name], fleetSize+1, "%s: the lines of each instance and the fleet", o.Name)
+	}
+}
+
+// checkFleetSeries: an slo graph's answer names each series by its instance first, which the
+// panel's filter reads to keep the fleet's alone, and has a fleet series of every provisioned
+// objective (budget) or of some model (goodput).
+func checkFleetSeries(t *testing.T, tg stack.Target, format plugin.SLOFormat, fs data.Frames) {
+	fleet := map[string]bool{}
+	for _, f := range fs {
+		for _, v := range f.Fields[1:] {
+			instance := v.Labels["instance"]
+			require.NotNil(t, v.Config, "panel %q: %s has no display name", tg.Panel, v.Name)
+			assert.True(t, strings.HasPrefix(v.Config.DisplayNameFromDS, instance+" · "), "panel %q: %q does not start with its instance %q", tg.Panel, v.Config.DisplayNameFromDS, instance)
+			if instance == slo.Fleet {
+				fleet[v.Labels["slo"]] = true
+			}
+		}
+	}
+	if format != plugin.FormatSLOBudget {
+		assert.NotEmpty(t, fleet, "panel %q has no fleet series", tg.Panel)
+		return
+	}
+	raw, err := stack.ProvisionedSLOs("vllm")
+	require.NoError(t, err)
+	var objectives []struct{ Name string }
+	require.NoError(t, json.Unmarshal(raw, &objectives))
+	for _, o := range objectives {
+		assert.True(t, fleet[o.Name], "panel %q: %s has no fleet series", tg.Panel, o.Name)
 	}
 }
 

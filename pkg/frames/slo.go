@@ -181,3 +181,36 @@ func SLOBurn(times []time.Time, alerts []slo.BurnAlert, executed string, notices
 	out[0].Meta.ExecutedQueryString, out[0].Meta.Notices = executed, warnings(notices)
 	return out
 }
+
+// SLOBudget is the slo query's `budget` format, the budget burn-down: one series per objective
+// and key, then per objective and model's fleet (instance slo.Fleet), of the share of the
+// budget left at each step (budget_remaining, the worst end of its interval as in SLOStatus;
+// negative when overspent), labelled slo, instance and model_name, as dataplane
+// time-series-multi frames. The first frame alone carries the executed queries and the notices;
+// with no series, one typed empty frame does.
+func SLOBudget(times []time.Time, budgets []slo.Budget, executed string, notices []string) data.Frames {
+	meta := func() *data.FrameMeta {
+		return &data.FrameMeta{Type: data.FrameTypeTimeSeriesMulti, TypeVersion: data.FrameTypeVersion{0, 1}}
+	}
+	out := make(data.Frames, 0, len(budgets))
+	for _, b := range budgets {
+		labels := KeyLabels(b.Key)
+		labels["slo"] = b.Objective.Name
+		left := make([]float64, len(b.Left))
+		for i, v := range b.Left {
+			left[i] = v.Low
+		}
+		value := data.NewField("budget_remaining", labels, left)
+		value.Config = &data.FieldConfig{Unit: "percentunit", DisplayNameFromDS: displayName(b.Objective.Name+" budget left", b.Key)}
+		frame := data.NewFrame("slo_budget", data.NewField("time", nil, append([]time.Time(nil), times...)), value)
+		frame.Meta = meta()
+		out = append(out, frame)
+	}
+	if len(out) == 0 {
+		empty := data.NewFrame("slo_budget", data.NewField("time", nil, []time.Time{}), data.NewField("budget_remaining", nil, []float64{}))
+		empty.Meta = meta()
+		out = append(out, empty)
+	}
+	out[0].Meta.ExecutedQueryString, out[0].Meta.Notices = executed, warnings(notices)
+	return out
+}

@@ -211,3 +211,38 @@ func TestSLOBurnFramesAreLabelledAlertSeries(t *testing.T) {
 		})
 	}
 }
+
+// TestSLOBudgetFrames: a series per objective and key labelled with both, valued at the worst
+// end of each step's interval; the first frame alone carries the executed queries.
+func TestSLOBudgetFrames(t *testing.T) {
+	t0 := time.Date(2026, 8, 1, 10, 0, 0, 0, time.UTC)
+	times := []time.Time{t0, t0.Add(time.Minute)}
+	o := slo.Objective{Name: "ttft-2s"}
+	fs := SLOBudget(times, []slo.Budget{
+		{Objective: o, Key: series.Key{Instance: "a", Model: "m"}, Left: []slo.Interval{{Low: 0.5, High: 0.75}, {Low: -0.25, High: 0}}},
+		{Objective: o, Key: series.Key{Instance: slo.Fleet, Model: "m"}, Left: []slo.Interval{{Low: 0.9, High: 1}, {Low: math.NaN(), High: math.NaN()}}},
+	}, "q", []string{"a notice"})
+	if len(fs) != 2 || fs[0].Meta.ExecutedQueryString != "q" || len(fs[0].Meta.Notices) != 1 || fs[1].Meta.ExecutedQueryString != "" {
+		t.Fatalf("%d frames, first meta %+v: want 2, the first alone with the query and the notice", len(fs), fs[0].Meta)
+	}
+	for i, c := range []struct {
+		instance, display string
+		want              []float64
+	}{
+		{"a", "a · m · ttft-2s budget left", []float64{0.5, -0.25}},
+		{slo.Fleet, "fleet · m · ttft-2s budget left", []float64{0.9, math.NaN()}},
+	} {
+		v := fs[i].Fields[1]
+		if v.Name != "budget_remaining" || v.Labels["slo"] != "ttft-2s" || v.Labels["instance"] != c.instance || v.Config.DisplayNameFromDS != c.display {
+			t.Errorf("frame %d: %s %v %q", i, v.Name, v.Labels, v.Config.DisplayNameFromDS)
+		}
+		for j, w := range c.want {
+			if got := v.At(j).(float64); got != w && !(math.IsNaN(got) && math.IsNaN(w)) {
+				t.Errorf("frame %d step %d: %v, want %v", i, j, got, w)
+			}
+		}
+	}
+	if empty := SLOBudget(nil, nil, "q", nil); len(empty) != 1 || empty[0].Meta.Type != data.FrameTypeTimeSeriesMulti {
+		t.Errorf("no series: %d frames, want one typed empty frame", len(empty))
+	}
+}

@@ -17,9 +17,10 @@ import (
 )
 
 // SLO is the plan of an slo query: the objectives it answers and two requests of their
-// events, each ending at the range's end: Recent, at the panel's step over the range and the
-// slow burn-rate window (attainment, burn rates, attribution), and Budget, coarsely over the
-// longest objective's window (the budget left). Attribution adds the diagnosis of the range.
+// events: Recent, at the panel's step over the range and the slow burn-rate window before its
+// end (attainment, burn rates, attribution), and Budget, coarsely over the longest objective's
+// window before Recent, ending where Recent begins (the budget left, added up from both).
+// Attribution adds the diagnosis of the range.
 type SLO struct {
 	Objectives []slo.Objective
 	From, To   time.Time
@@ -66,14 +67,20 @@ func NewSLO(s Settings, sc Scope, objectives []slo.Objective, names []string, at
 		window = max(window, o.Window)
 	}
 	avail := len(sigs) > 0
+	// The objectives' events: Recent at the panel's step over the range and the slow burn-rate
+	// window before its end, and Budget, coarser, over the longest window before that, ending
+	// where Recent begins: the two meet, so no event is counted twice when a window is added up
+	// from both (slo.BudgetLeft), and a step of Budget never straddles the start of Recent.
+	budgetStep := max(step, (window / sloBudgetPoints).Round(time.Minute))
+	budgetStep = (budgetStep + step - 1) / step * step
 	recentFrom := from
-	if burn := to.Add(-slo.BurnLong).Truncate(step); burn.Before(from) {
+	if burn := to.Add(-slo.BurnLong); burn.Before(from) {
 		recentFrom = burn
 	}
-	budgetStep := max(step, (window / sloBudgetPoints).Round(time.Minute))
+	recentFrom = recentFrom.Truncate(budgetStep)
 	p := SLO{Objectives: chosen, From: from, To: to, Availability: avail,
 		Recent: signals.Request{Signals: sigs, Histograms: families, Start: recentFrom, End: to, Step: step, Instance: sc.Instance, Model: sc.Model},
-		Budget: signals.Request{Signals: sigs, Histograms: families, Start: to.Add(-window).Truncate(budgetStep), End: to, Step: budgetStep, Instance: sc.Instance, Model: sc.Model},
+		Budget: signals.Request{Signals: sigs, Histograms: families, Start: recentFrom.Add(-window).Truncate(budgetStep), End: recentFrom, Step: budgetStep, Instance: sc.Instance, Model: sc.Model},
 	}
 	if attribution {
 		d, err := NewDiagnosis(s, sc, nil, nil)
@@ -166,8 +173,8 @@ func (p SLO) GoodputSearches() []traces.Query {
 // ForBurn plans the burn format, whose every step of the range reads the burn rates of the
 // windows before it: Recent reaches back over the slow burn-rate window before the range (the
 // page pairs' longest), and Budget, whose budget left the format does not read, holds the
-// longest window of slo.BurnPairs (the ticket's) before the range instead, at no more than
-// sloBudgetPoints steps.
+// longest window of slo.BurnPairs (the ticket's) before the range and the range instead, at no
+// more than sloBudgetPoints steps.
 func (p SLO) ForBurn() SLO {
 	if start := p.From.Add(-slo.BurnLong).Truncate(p.Recent.Step); start.Before(p.Recent.Start) {
 		p.Recent.Start = start
@@ -178,6 +185,6 @@ func (p SLO) ForBurn() SLO {
 	}
 	start := p.From.Add(-longest)
 	p.Budget.Step = max(p.Recent.Step, (p.To.Sub(start) / sloBudgetPoints).Round(time.Minute))
-	p.Budget.Start = start.Truncate(p.Budget.Step)
+	p.Budget.Start, p.Budget.End = start.Truncate(p.Budget.Step), p.To
 	return p
 }

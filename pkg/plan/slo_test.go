@@ -34,34 +34,34 @@ func TestSLOPlan(t *testing.T) {
 		names         []string
 		families      []string
 		signals       []series.Signal
-		recentFrom    time.Time
+		window        time.Duration
 		budgetStep    time.Duration
-		budgetFrom    time.Time
 		withDiagnosis bool
 	}{
 		{"every objective: their families, availability's signals, the longest window", nil,
-			[]string{vllm.TimeToFirstToken, vllm.E2ELatency}, plan.AvailabilitySignals,
-			t0.Add(2 * time.Hour).Add(-slo.BurnLong), 40 * time.Minute, t0.Add(2*time.Hour - 28*24*time.Hour).Truncate(40 * time.Minute), false},
+			[]string{vllm.TimeToFirstToken, vllm.E2ELatency}, plan.AvailabilitySignals, 28 * 24 * time.Hour, 40 * time.Minute, false},
 		{"one objective: its family and window alone", []string{"e2e-30s"},
-			[]string{vllm.E2ELatency}, nil,
-			t0.Add(2 * time.Hour).Add(-slo.BurnLong), 10 * time.Minute, t0.Add(2*time.Hour - 7*24*time.Hour), false},
+			[]string{vllm.E2ELatency}, nil, 7 * 24 * time.Hour, 10 * time.Minute, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p, err := plan.NewSLO(settings, sc, all, c.names, c.withDiagnosis)
 			if err != nil {
 				t.Fatal(err)
 			}
+			// Recent reaches back over the 6 h burn window before the range's end, to a step
+			// of Budget's, where Budget, over the window before it, ends.
+			recentFrom := sc.To.Add(-slo.BurnLong).Truncate(c.budgetStep)
 			for _, x := range []struct {
 				what      string
 				got, want any
 			}{
 				{"families", strings.Join(p.Recent.Histograms, " "), strings.Join(c.families, " ")},
 				{"signals", len(p.Recent.Signals), len(c.signals)},
-				{"recent start: the 6 h burn window before the range's end", p.Recent.Start, c.recentFrom},
+				{"recent start: the 6 h burn window before the range's end", p.Recent.Start, recentFrom},
 				{"recent step: the panel's", p.Recent.Step, time.Minute},
 				{"budget step: the window over 1000, to the minute", p.Budget.Step, c.budgetStep},
-				{"budget start", p.Budget.Start, c.budgetFrom},
-				{"budget end", p.Budget.End, sc.To},
+				{"budget start: the window before recent", p.Budget.Start, recentFrom.Add(-c.window).Truncate(c.budgetStep)},
+				{"budget end: where recent begins", p.Budget.End, recentFrom},
 				{"instance filter", p.Budget.Instance, "vllm-0.*"},
 				{"no diagnosis", p.Diagnosis == nil, true},
 			} {
@@ -247,5 +247,50 @@ func TestGoodputSearches(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSLOPlanOverALongRange: a range longer than the burn windows is read at the panel's step
+// from the last of Budget's steps at or before its start; Budget holds the longest objective's
+// window before that at no more than 1000 steps.
+func TestSLOPlanOverALongRange(t *testing.T) {
+	raw := `[{"name": "a", "indicator": "ttft", "threshold": 1, "objective": 0.99, "window": "7d"},
+		{"name": "b", "indicator": "ttft", "threshold": 2, "objective": 0.99, "window": "28d"}]`
+	sc := plan.Scope{From: t0.Add(7 * time.Minute), To: t0.Add(12 * time.Hour), Interval: time.Minute}
+	p, err := plan.NewSLO(settings, sc, objectives(t, raw), nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := 40 * time.Minute // 28 d / 1000, rounded to a minute
+	start := sc.From.Truncate(step)
+	for _, x := range []struct {
+		what      string
+		got, want any
+	}{
+		{"recent start: the budget's end", p.Recent.Start, start},
+		{"recent step: the panel's", p.Recent.Step, time.Minute},
+		{"budget step", p.Budget.Step, step},
+		{"budget start: 28 d before it", p.Budget.Start, start.Add(-28 * 24 * time.Hour).Truncate(step)},
+		{"budget end: the last of its steps at or before the range's start", p.Budget.End, start},
+	} {
+		if x.got != x.want {
+			t.Errorf("%s: %v, want %v", x.what, x.got, x.want)
+		}
+	}
+}
+
+// TestSLOPlanMeetsOnThePanelsGrid: with a panel step that does not divide 40 minutes, the
+// budget's step is a whole number of it, so the budget ends on the range's grid.
+func TestSLOPlanMeetsOnThePanelsGrid(t *testing.T) {
+	raw := `[{"name": "b", "indicator": "ttft", "threshold": 2, "objective": 0.99, "window": "28d"}]`
+	sc := plan.Scope{From: t0.Add(7 * time.Minute), To: t0.Add(2 * time.Hour), Interval: 70 * time.Second}
+	p, err := plan.NewSLO(settings, sc, objectives(t, raw), nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Budget.Step != 2450*time.Second || p.Budget.End.After(p.From) || p.Budget.End.Sub(p.Recent.Start) != 0 ||
+		!p.Budget.End.Truncate(p.Recent.Step).Equal(p.Budget.End) {
+		t.Errorf("budget every %s to %s, recent every %s from %s; want every 2450 s (35 × 70 s) to a 70 s step at or before %s",
+			p.Budget.Step, p.Budget.End, p.Recent.Step, p.Recent.Start, p.From)
 	}
 }

@@ -22,6 +22,7 @@ const (
 	FormatSLOAttribution SLOFormat = "attribution"
 	FormatSLOGoodput     SLOFormat = "goodput"
 	FormatSLOBurn        SLOFormat = "burn"
+	FormatSLOBudget      SLOFormat = "budget"
 )
 
 // burnSeverityDoc says when a severity of the burn format holds.
@@ -44,6 +45,7 @@ var sloFormats = []sloFormat{
 	{EnumValue: EnumValue{Value: string(FormatSLOBurn), Doc: "alert series per objective, instance, model and severity (multi-window, multi-burn-rate): page while " +
 		burnSeverityDoc(slo.Page) + "; ticket while " + burnSeverityDoc(slo.Ticket) +
 		"; the value is the lesser burn rate of the pair that holds, else 0; labels slo, instance, model_name, severity and top_rule (the finding holding most misses over the range)"}, attribution: true},
+	{EnumValue: EnumValue{Value: string(FormatSLOBudget), Doc: "budget burn-down: per objective, instance and model, then per model's fleet (instance fleet), the share of the budget left at each step over the objective's window ending at the step, the worst end of its interval as in status (budget_remaining; negative when overspent)"}},
 }
 
 func handleSLO(ctx context.Context, d *Datasource, q backend.DataQuery, query SLOQuery) backend.DataResponse {
@@ -80,6 +82,9 @@ func handleSLO(ctx context.Context, d *Datasource, q backend.DataQuery, query SL
 			return errorResponse(err)
 		}
 	}
+	if format.Value == string(FormatSLOBudget) {
+		return budget(ctx, d, p)
+	}
 	if format.Value == string(FormatSLOGoodput) {
 		return goodput(ctx, d, p)
 	}
@@ -106,6 +111,18 @@ func handleSLO(ctx context.Context, d *Datasource, q backend.DataQuery, query SL
 	}
 	rows := slo.Statuses(p.Objectives, recent.Set, budget.Set, p.From)
 	return backend.DataResponse{Frames: data.Frames{frames.SLOStatus(rows, executed, notices)}}
+}
+
+// budget answers the budget format: each step's window is added up from the range's events and
+// the coarser ones of the window before it (slo.Budgets), two requests as the status's.
+func budget(ctx context.Context, d *Datasource, p plan.SLO) backend.DataResponse {
+	res, err := d.prom.FetchAll(ctx, p.Recent, p.Budget)
+	if err != nil {
+		return errorResponse(err)
+	}
+	times, budgets := slo.Budgets(p.Objectives, res[0].Set, res[1].Set, p.From)
+	notices := append(append([]string(nil), res[0].Notices...), res[1].Notices...)
+	return backend.DataResponse{Frames: frames.SLOBudget(times, budgets, p.Executed(res[0].Plan, res[1].Plan), notices)}
 }
 
 // burnSeverityList names the severities of the burn format, for messages.

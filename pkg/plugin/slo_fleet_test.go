@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -84,6 +86,121 @@ func TestFleetSLO(t *testing.T) {
 	t.Run("the fleet table names the objective each instance is closest to breaking", func(t *testing.T) {
 		fleetWorstObjective(t, ask("diagnosis", "fleet"), res, from, to)
 	})
+	t.Run("the budget burn-down ends at the status's budget and falls with the injected misses", func(t *testing.T) {
+		budget := askAll("slo", "budget")
+		fleetBudgetEndsAtTheStatus(t, budget, query("status"))
+		fleetBudgetFollowsTheInjectedMisses(t, budget, res, from)
+	})
+}
+
+// budgetTarget is the objective of every fleet SLO: a miss share m leaves 1 − m / (1 − target)
+// of the budget.
+const budgetTarget = 0.99
+
+// fleetBudgetEndsAtTheStatus: every status row's budget_remaining is what its events leave of
+// the budget, to 0.001 of them in miss share: the objectives' windows hold the whole run, which
+// is the status's range, so the budget left is 1 − (1 − attainment_low) / (1 − objective); and
+// every budget series ends at its status row's budget_remaining (one computation serves both).
+// (Before the status read its window as the budget format does, its coarse 40-minute steps
+// straddled the start of this two-hour run's data: 0.003 to 0.069 off in miss share.)
+func fleetBudgetEndsAtTheStatus(t *testing.T, budget data.Frames, status *data.Frame) {
+	type key struct{ slo, instance, model string }
+	want := map[key]float64{}
+	for i := range status.Rows() {
+		k := key{cellString(status, "slo", i), cellString(status, "instance", i), cellString(status, "model_name", i)}
+		want[k] = cellFloat(status, "budget_remaining", i)
+		if events := 1 - (1-cellFloat(status, "attainment_low", i))/(1-cellFloat(status, "objective", i)); math.Abs(want[k]-events)*(1-budgetTarget) > 0.001 {
+			t.Errorf("%v: status budget_remaining %.3f, its events leave %.3f", k, want[k], events)
+		}
+	}
+	seen := 0
+	for _, f := range budget {
+		v := f.Fields[1]
+		k := key{v.Labels["slo"], v.Labels["instance"], v.Labels["model_name"]}
+		w, ok := want[k]
+		if !ok {
+			t.Errorf("%v: a budget series without a status row", k)
+			continue
+		}
+		seen++
+		if got := v.At(f.Rows() - 1).(float64); math.Abs(got-w) > 1e-9 {
+			t.Errorf("%v: budget left %.6f at the range's end, the status's budget_remaining %.6f", k, got, w)
+		}
+	}
+	if seen != len(want) {
+		t.Errorf("%d budget series, want one per status row (%d)", seen, len(want))
+	}
+}
+
+// fleetBudgetFollowsTheInjectedMisses: on each instance, at each step, ttft-1s's budget left
+// (its window holds the whole run) is what the requests the simulator served until then leave
+// of it, to 0.01 of them in miss share (the attainment's tolerance), once 200 requests are in:
+// until the step, or until a scrape before it (a request's first token within the last scrape
+// interval may not be scraped yet);
+// and the instances whose injected misses overspend the budget are those whose series ends
+// below zero.
+func fleetBudgetFollowsTheInjectedMisses(t *testing.T, budget data.Frames, res *sim.Result, from time.Time) {
+	const minRequests = 200
+	// The first-token times, as injectedAttainment reads them, of each instance's requests and
+	// of those over 1 s, sorted.
+	all, missed := map[string][]time.Time{}, map[string][]time.Time{}
+	for _, sp := range res.Spans {
+		at := sp.Start.Add(time.Duration(sp.TTFT * float64(time.Second)))
+		if !at.After(from) {
+			continue
+		}
+		all[sp.Instance] = append(all[sp.Instance], at)
+		if sp.TTFT > 1 {
+			missed[sp.Instance] = append(missed[sp.Instance], at)
+		}
+	}
+	upTo := func(ts []time.Time, at time.Time) int {
+		return sort.Search(len(ts), func(i int) bool { return ts[i].After(at) })
+	}
+	overspent, injectedOverspent := 0, 0
+	for _, f := range budget {
+		v := f.Fields[1]
+		instance := v.Labels["instance"]
+		if v.Labels["slo"] != "ttft-1s" || instance == slo.Fleet {
+			continue
+		}
+		slices.SortFunc(all[instance], time.Time.Compare)
+		slices.SortFunc(missed[instance], time.Time.Compare)
+		checked := 0
+		for i := range f.Rows() {
+			at := f.Fields[0].At(i).(time.Time)
+			left := func(at time.Time) (float64, int, int) {
+				n, m := upTo(all[instance], at), upTo(missed[instance], at)
+				return 1 - float64(m)/float64(n)/(1-budgetTarget), m, n
+			}
+			injected, m, n := left(at)
+			scraped, _, scrapedN := left(at.Add(-simScrape))
+			if scrapedN < minRequests {
+				continue
+			}
+			checked++
+			got := v.At(i).(float64)
+			lo, hi := min(injected, scraped), max(injected, scraped)
+			if (lo-got)*(1-budgetTarget) > 0.01 || (got-hi)*(1-budgetTarget) > 0.01 {
+				t.Errorf("%s at %s: budget left %.3f, the injected misses leave %.3f to %.3f (%d of %d requests)", instance, at.Format(time.TimeOnly), got, lo, hi, m, n)
+			}
+			if i == f.Rows()-1 {
+				t.Logf("%s: budget left %.3f at the range's end, injected %.3f (%d of %d requests missed)", instance, got, injected, m, n)
+				if injected < 0 {
+					injectedOverspent++
+				}
+				if got < 0 {
+					overspent++
+				}
+			}
+		}
+		if checked == 0 {
+			t.Errorf("%s: no step with %d requests in", instance, minRequests)
+		}
+	}
+	if injectedOverspent == 0 || overspent != injectedOverspent {
+		t.Errorf("%d instances overspent their budget, the simulator made %d; want as many, and some", overspent, injectedOverspent)
+	}
 }
 
 // fleetWorstObjective: each line of the fleet table names the objective with the least budget

@@ -2,7 +2,8 @@
 // settings declare it (Parse), the attainment of an objective read from vLLM's histogram
 // bucket rates as an interval (good events are the observations at or under the threshold;
 // exact when the threshold is a bucket bound, else bounded by the bucket bounds around it),
-// the error budget left over the objective's window, burn rates and the multi-window,
+// the error budget left over the objective's window (at the range's end, or at each of its steps:
+// Budgets), burn rates and the multi-window,
 // multi-burn-rate alert values built on them (page and ticket, burn.go), the attribution of
 // misses to the diagnosis findings active when they happened (each finding's share: MissesOf),
 // goodput, the served requests that met every objective, bounded as the histograms allow and

@@ -85,38 +85,53 @@ func rangeFrom(g series.Grid, from time.Time) int {
 	return i + 1
 }
 
+// keyEvents are an objective's events on one key (or a model's fleet) in two sets of events.
+type keyEvents struct {
+	Key            series.Key
+	Recent, Window Events
+}
+
+// eventsByKey are an objective's events on each key of recent (sorted by instance then model),
+// then on each model's fleet (Instance Fleet: its instances' events added up), in recent and in
+// window (empty where window lacks the key).
+func eventsByKey(o Objective, recent, window *series.Set) []keyEvents {
+	var out []keyEvents
+	byModel := map[string][]keyEvents{}
+	var models []string
+	for _, k := range keysOf(o, recent) {
+		r, _ := eventsOf(o, recent, k)
+		w, ok := eventsOf(o, window, k)
+		if !ok {
+			w = Events{}
+		}
+		out = append(out, keyEvents{k, r, w})
+		if _, seen := byModel[k.Model]; !seen {
+			models = append(models, k.Model)
+		}
+		byModel[k.Model] = append(byModel[k.Model], keyEvents{k, r, w})
+	}
+	for _, m := range models {
+		var rs, ws []Events
+		for _, p := range byModel[m] {
+			rs = append(rs, p.Recent)
+			if p.Window.Total != nil {
+				ws = append(ws, p.Window)
+			}
+		}
+		out = append(out, keyEvents{series.Key{Instance: Fleet, Model: m}, Sum(rs...), Sum(ws...)})
+	}
+	return out
+}
+
 // Statuses are the objectives' rows, each objective's keys sorted then a fleet row per model:
 // recent holds the range from `from` to its grid's end and the burn-rate windows before it,
-// window the objectives' windows.
+// window the objectives' windows before recent.
 func Statuses(objectives []Objective, recent, window *series.Set, from time.Time) []Row {
 	start := rangeFrom(recent.Grid, from)
 	var out []Row
 	for _, o := range objectives {
-		type part struct{ recent, window Events }
-		byModel := map[string][]part{}
-		var models []string
-		for _, k := range keysOf(o, recent) {
-			r, _ := eventsOf(o, recent, k)
-			w, ok := eventsOf(o, window, k)
-			if !ok {
-				w = Events{}
-			}
-			out = append(out, Row{Objective: o, Key: k, Status: StatusOf(r, recent.Grid, start, w, o), Lower: r.Lower, Upper: r.Upper})
-			if _, seen := byModel[k.Model]; !seen {
-				models = append(models, k.Model)
-			}
-			byModel[k.Model] = append(byModel[k.Model], part{r, w})
-		}
-		for _, m := range models {
-			var rs, ws []Events
-			for _, p := range byModel[m] {
-				rs = append(rs, p.recent)
-				if p.window.Total != nil {
-					ws = append(ws, p.window)
-				}
-			}
-			r, w := Sum(rs...), Sum(ws...)
-			out = append(out, Row{Objective: o, Key: series.Key{Instance: Fleet, Model: m}, Status: StatusOf(r, recent.Grid, start, w, o), Lower: r.Lower, Upper: r.Upper})
+		for _, e := range eventsByKey(o, recent, window) {
+			out = append(out, Row{Objective: o, Key: e.Key, Status: StatusOf(e.Recent, recent.Grid, start, e.Window, window.Grid, o), Lower: e.Recent.Lower, Upper: e.Recent.Upper})
 		}
 	}
 	return out

@@ -10,8 +10,9 @@ import (
 	"github.com/seed/vllm-datasource/pkg/vllm"
 )
 
-// TestStatuses: two instances of model m and one of q on a grid of 3 one-minute steps; the
-// objective applies to m alone.
+// TestStatuses: two instances of model m and one of q on a grid of 3 one-minute steps, after a
+// grid of 20-minute steps over the hour before that holds a alone; the objective applies to m
+// alone.
 func TestStatuses(t *testing.T) {
 	os, err := Parse(json.RawMessage(`[{"name": "ttft-1s", "indicator": "ttft", "threshold": 1, "objective": 0.9, "window": "1h", "model": "m"},
 		{"name": "up", "indicator": "availability", "objective": 0.9, "window": "1h"}]`))
@@ -37,9 +38,10 @@ func TestStatuses(t *testing.T) {
 	put(a, series.RequestRate, 2)
 	put(a, series.AbortRatio, 0.25)
 	put(a, series.ErrorRatio, 0)
-	// The window's set holds a alone.
-	window := series.NewSet(g)
-	window.PutHistogram(vllm.TimeToFirstToken, a, set.Histogram(vllm.TimeToFirstToken, a))
+	// The window before the grid holds a alone, every request good: its last 58 minutes are
+	// in the 1-hour window ending at the grid's end, 3480 events.
+	window := series.NewSet(series.NewGrid(t0.Add(-time.Hour), t0, 20*time.Minute))
+	window.PutHistogram(vllm.TimeToFirstToken, a, hist([]float64{1, 1, 1, 1}, []float64{1, 1, 1, 1}, []float64{1, 1, 1, 1}, []float64{1, 1, 1, 1}))
 
 	rows := Statuses(os, set, window, t0)
 	type want struct {
@@ -49,10 +51,12 @@ func TestStatuses(t *testing.T) {
 	}
 	wants := []want{
 		{"ttft-1s", "a", 120, 1, 1},
-		{"ttft-1s", "b", 120, 0.5, math.NaN()},
-		{"ttft-1s", Fleet, 240, 0.75, 1},
-		{"up", "a", 240, 0.75, math.NaN()},
-		{"up", Fleet, 240, 0.75, math.NaN()},
+		// b's window holds the grid's 120 events alone, 60 of them missed: 12 were allowed.
+		{"ttft-1s", "b", 120, 0.5, 1 - 60.0/12},
+		{"ttft-1s", Fleet, 240, 0.75, 1 - 60/(0.1*(3480+240))},
+		// 240 requests, 60 aborted, where 24 were allowed.
+		{"up", "a", 240, 0.75, 1 - 60.0/24},
+		{"up", Fleet, 240, 0.75, 1 - 60.0/24},
 	}
 	if len(rows) != len(wants) {
 		t.Fatalf("%d rows, want %d: %+v", len(rows), len(wants), rows)

@@ -26,15 +26,16 @@ type Status struct {
 }
 
 // StatusOf reads an objective's status from the events of a grid ending at the range's end
-// (from is the range's first step; the grid reaches back over BurnLong) and the events of the
-// objective's window (what they lack of it is read as no events).
-func StatusOf(recent Events, g series.Grid, from int, window Events, o Objective) Status {
+// (from is the range's first step; the grid reaches back over BurnLong) and those of past, a
+// coarser grid over the objective's window before it (what they lack of the window is read as
+// no events): the budget left is the last step of the budget format's series (BudgetLeft).
+func StatusOf(recent Events, g series.Grid, from int, past Events, pg series.Grid, o Objective) Status {
 	end := g.Len - 1
 	r := recent.Tally(from, end)
 	return Status{
 		Range:      r,
 		Attainment: r.Attainment(),
-		Budget:     window.Tally(0, len(window.Total)-1).BudgetRemaining(o.Target),
+		Budget:     BudgetLeft(recent, g, end, past, pg, o)[0],
 		Burn1h:     recent.Tally(end-stepsIn(BurnShort, g.Step)+1, end).BurnRate(o.Target),
 		Burn6h:     recent.Tally(end-stepsIn(BurnLong, g.Step)+1, end).BurnRate(o.Target),
 	}

@@ -7,10 +7,11 @@ import (
 	"github.com/seed/vllm-datasource/pkg/series"
 )
 
-// TestStatusOfReadsEachWindowFromTheGridsEnd: a grid of 10 hourly steps whose last step alone
-// misses; the range is its last 2 steps, the objective's window its last 8.
+// TestStatusOfReadsEachWindowFromTheGridsEnd: a grid of hourly steps from 4 h to 9 h whose last
+// step alone misses, after a grid of 2-hour steps to 4 h; the range is the last 2 steps, the
+// objective's window the last 8 hours: 3 from the coarse grid (half of one of its steps).
 func TestStatusOfReadsEachWindowFromTheGridsEnd(t *testing.T) {
-	g := series.NewGrid(time.Unix(0, 0), time.Unix(0, 0).Add(9*time.Hour), time.Hour)
+	g := series.NewGrid(time.Unix(0, 0).Add(4*time.Hour), time.Unix(0, 0).Add(9*time.Hour), time.Hour)
 	total, good := make([]float64, g.Len), make([]float64, g.Len)
 	for i := range total {
 		total[i], good[i] = 1, 1
@@ -18,8 +19,9 @@ func TestStatusOfReadsEachWindowFromTheGridsEnd(t *testing.T) {
 	good[g.Len-1] = 0.5
 	e := FromCounts(total, good, time.Hour) // 3600 events a step
 	o := Objective{Target: 0.9, Window: 8 * time.Hour}
-	window := FromCounts(total[2:], good[2:], time.Hour)
-	got := StatusOf(e, g, g.Len-2, window, o)
+	pg := series.NewGrid(time.Unix(0, 0), time.Unix(0, 0).Add(4*time.Hour), 2*time.Hour)
+	past := FromCounts([]float64{1, 1, 1}, []float64{1, 1, 1}, 2*time.Hour) // 7200 events a step
+	got := StatusOf(e, g, g.Len-2, past, pg, o)
 	for _, c := range []struct {
 		what      string
 		got, want float64

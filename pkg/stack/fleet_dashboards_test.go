@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/seed/vllm-datasource/pkg/diagnosis"
 	"github.com/seed/vllm-datasource/pkg/frames"
 	"github.com/seed/vllm-datasource/pkg/plugin"
+	"github.com/seed/vllm-datasource/pkg/slo"
 )
 
 // fleetDashboards are the dashboards that open on a whole fleet.
@@ -23,7 +25,12 @@ type fleetPanel struct {
 	GridPos struct{ X, Y, W, H int } `json:"gridPos"`
 	Targets []json.RawMessage        `json:"targets"`
 	Options json.RawMessage          `json:"options"`
-	Field   struct {
+	// Transformations are Grafana's, applied to the panel's answer in order.
+	Transformations []struct {
+		ID      string          `json:"id"`
+		Options json.RawMessage `json:"options"`
+	} `json:"transformations"`
+	Field struct {
 		Defaults  fieldConfig `json:"defaults"`
 		Overrides []struct {
 			Matcher struct {
@@ -118,12 +125,23 @@ func TestFleetDashboardsOpenOnTheFleetTable(t *testing.T) {
 	}
 }
 
-// sloTableHeight is the height of the SLOs row's tables: a header and six lines, such as two
-// objectives on two instances and their fleet lines.
-const sloTableHeight = 8
+// sloPanelHeight is the least height of the SLOs row's panels: a table's header and six lines,
+// such as two objectives on two instances and their fleet lines.
+const sloPanelHeight = 8
 
-// Each fleet dashboard has an SLOs row: full-width tables of the objectives' status and of the
-// findings that spent their budget, each following the instance and model variables.
+// sloFormats are the formats the SLOs row of each fleet dashboard shows: the status and
+// attribution tables, and on the overview the fleet's budget burn-down and goodput graphs.
+var sloFormats = map[string][]plugin.SLOFormat{
+	"vllm-overview.json":  {plugin.FormatSLOStatus, plugin.FormatSLOAttribution, plugin.FormatSLOBudget, plugin.FormatSLOGoodput},
+	"vllm-diagnosis.json": {plugin.FormatSLOStatus, plugin.FormatSLOAttribution},
+}
+
+// sloGraphFormats are the slo formats answered as time series, drawn as graphs.
+var sloGraphFormats = []plugin.SLOFormat{plugin.FormatSLOBudget, plugin.FormatSLOGoodput}
+
+// Each fleet dashboard has an SLOs row of its sloFormats, each panel following the instance and
+// model variables: full-width tables, and graphs at least half the width that draw the fleet
+// series alone (fleetOnly).
 func TestFleetDashboardsHaveAnSLOsRow(t *testing.T) {
 	for _, file := range fleetDashboards {
 		t.Run(file, func(t *testing.T) {
@@ -148,27 +166,99 @@ func TestFleetDashboardsHaveAnSLOsRow(t *testing.T) {
 				if p.Type == "row" || p.GridPos.Y <= rowY || (next >= 0 && p.GridPos.Y >= next) {
 					continue
 				}
+				graph := false
 				for _, q := range p.queries(t) {
 					sq, ok := q.(plugin.SLOQuery)
 					if !ok {
 						t.Errorf("%q in the SLOs row asks a %s query", p.Title, q.QueryType())
 						continue
 					}
-					formats[cmp.Or(sq.Format, plugin.FormatSLOStatus)] = true
+					f := cmp.Or(sq.Format, plugin.FormatSLOStatus)
+					formats[f] = true
+					graph = slices.Contains(sloGraphFormats, f)
 					if sq.Instance != "$instance" || sq.Model != "$model" {
 						t.Errorf("%q: instance %q, model %q; want $instance, $model", p.Title, sq.Instance, sq.Model)
 					}
 				}
-				if p.Type != "table" || p.GridPos.W != 24 || p.GridPos.H < sloTableHeight {
-					t.Errorf("%q is a %s %dx%d, want a full-width table at least %d high", p.Title, p.Type, p.GridPos.W, p.GridPos.H, sloTableHeight)
+				switch {
+				case graph && (p.Type != "timeseries" || p.GridPos.W < 12 || p.GridPos.H < sloPanelHeight):
+					t.Errorf("%q is a %s %dx%d, want a graph at least 12x%d", p.Title, p.Type, p.GridPos.W, p.GridPos.H, sloPanelHeight)
+				case graph:
+					fleetOnly(t, p)
+				case p.Type != "table" || p.GridPos.W != 24 || p.GridPos.H < sloPanelHeight:
+					t.Errorf("%q is a %s %dx%d, want a full-width table at least %d high", p.Title, p.Type, p.GridPos.W, p.GridPos.H, sloPanelHeight)
 				}
 			}
-			for _, f := range []plugin.SLOFormat{plugin.FormatSLOStatus, plugin.FormatSLOAttribution} {
+			for _, f := range sloFormats[file] {
 				if !formats[f] {
-					t.Errorf("the SLOs row has no %s table", f)
+					t.Errorf("the SLOs row has no %s panel", f)
 				}
 			}
 		})
+	}
+}
+
+// fleetOnly: a graph of an slo format, which answers per instance then per model's fleet, keeps
+// the fleet's series and the time alone (filterFieldsByName on the display names, which start
+// with the instance), so that on twenty instances it draws one line per objective or model.
+func fleetOnly(t *testing.T, p fleetPanel) {
+	t.Helper()
+	pattern := fleetOnlyPattern(t, p)
+	if pattern == nil {
+		return
+	}
+	for name, keep := range map[string]bool{
+		slo.Fleet + " · llama-3-8b · ttft-2s budget left": true,
+		slo.Fleet + " · llama-3-8b · Goodput (at least)":  true,
+		"time": true, "Time": true,
+		"vllm-a:8000 · llama-3-8b · ttft-2s budget left": false,
+		"vllm-a:8000 · llama-3-8b · Goodput (at most)":   false,
+	} {
+		if pattern.MatchString(name) != keep {
+			t.Errorf("%q: keeps %q: %t, want %t", p.Title, name, !keep, keep)
+		}
+	}
+}
+
+// fleetOnlyPattern is the include pattern of a panel's filterFieldsByName transformation, or
+// nil (an error) when it has none.
+func fleetOnlyPattern(t *testing.T, p fleetPanel) *regexp.Regexp {
+	t.Helper()
+	for _, tr := range p.Transformations {
+		if tr.ID != "filterFieldsByName" {
+			continue
+		}
+		var o struct {
+			Include struct {
+				Pattern string `json:"pattern"`
+			} `json:"include"`
+		}
+		if err := json.Unmarshal(tr.Options, &o); err != nil {
+			t.Fatalf("%q: %v", p.Title, err)
+		}
+		re, err := regexp.Compile(o.Include.Pattern)
+		if err != nil || o.Include.Pattern == "" {
+			t.Errorf("%q: include pattern %q: %v", p.Title, o.Include.Pattern, err)
+			return nil
+		}
+		return re
+	}
+	t.Errorf("%q draws every instance's series: no filterFieldsByName", p.Title)
+	return nil
+}
+
+// Within each dashboard, no two panels share a grid cell.
+func TestPanelsDoNotOverlap(t *testing.T) {
+	for _, file := range dashboardFiles(t) {
+		ps := loadFleetDashboard(t, file).Panels
+		for i, a := range ps {
+			for _, b := range ps[i+1:] {
+				if a.GridPos.X < b.GridPos.X+b.GridPos.W && b.GridPos.X < a.GridPos.X+a.GridPos.W &&
+					a.GridPos.Y < b.GridPos.Y+b.GridPos.H && b.GridPos.Y < a.GridPos.Y+a.GridPos.H {
+					t.Errorf("%s: %q %+v overlaps %q %+v", file, a.Title, a.GridPos, b.Title, b.GridPos)
+				}
+			}
+		}
 	}
 }
 

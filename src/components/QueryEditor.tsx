@@ -69,6 +69,7 @@ const SLO_FORMAT_LABELS: Record<SLOFormat, SelectableValue<SLOFormat>> = {
     label: 'Burn',
     description: 'Alert series: page or ticket while the error budget burns too fast, per instance',
   },
+  budget: { label: 'Budget', description: 'Budget burn-down: the share of each error budget left over time' },
 };
 
 const SLO_FORMAT_OPTIONS = SLO_FORMATS.map((value) => ({ ...SLO_FORMAT_LABELS[value], value }));
