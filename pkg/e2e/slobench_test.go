@@ -37,7 +37,7 @@ func BenchmarkSLOQuery(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, format := range []string{"status", "attribution", "burn"} {
+	for _, format := range []string{"status", "attribution", "burn", "budget", "goodput"} {
 		b.Run("format="+format, func(b *testing.B) { benchSLOQuery(b, f, proc, jsonData, format) })
 	}
 }
