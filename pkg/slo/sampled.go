@@ -92,29 +92,36 @@ func SampledGoodput(objectives []Objective, samples []Sample, rows []Goodput, se
 		t := tallies[r.Key]
 		r.Spans, r.Share, r.FromSpans = t.all, series.NaNs(len(t.all)), series.NaNs(len(t.all))
 		start, _ := set.Grid.Index(r.From)
+		keys := instancesOf(set, r.Key)
 		for k, n := range t.all {
 			if n == 0 {
 				continue
 			}
 			r.Share[k] = t.good[k] / n
-			r.FromSpans[k] = r.Share[k] * tracedRate(set, r.Key, start+k)
+			r.FromSpans[k] = r.Share[k] * tracedRate(set, keys, start+k)
 		}
 	}
 	return unjudged
 }
 
-// tracedRate is a key's requests per second at a step of the set that finished without abort
-// (a fleet key: its model's instances added up); NaN without the request rate.
-func tracedRate(set *series.Set, k series.Key, i int) float64 {
-	keys := []series.Key{k}
-	if k.Instance == Fleet {
-		keys = nil
-		for _, key := range set.Keys() {
-			if key.Model == k.Model && key.Instance != Fleet {
-				keys = append(keys, key)
-			}
+// instancesOf are the keys a goodput key's requests are read from: itself, or a fleet key's
+// model's instances.
+func instancesOf(set *series.Set, k series.Key) []series.Key {
+	if k.Instance != Fleet {
+		return []series.Key{k}
+	}
+	var keys []series.Key
+	for _, key := range set.Keys() {
+		if key.Model == k.Model && key.Instance != Fleet {
+			keys = append(keys, key)
 		}
 	}
+	return keys
+}
+
+// tracedRate is the requests per second of keys at a step of the set that finished without
+// abort, added up; NaN without the request rate.
+func tracedRate(set *series.Set, keys []series.Key, i int) float64 {
 	sum, found := 0.0, false
 	for _, key := range keys {
 		rate := set.Value(key, series.RequestRate, i)
