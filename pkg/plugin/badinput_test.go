@@ -186,7 +186,8 @@ func unknownObjective(t *testing.T, e *env) {
 }
 
 func sloWithoutObjectives(t *testing.T, e *env) {
-	for _, format := range []string{"status", "attribution", "goodput", "burn"} {
+	for _, f := range sloFormats {
+		format := f.Value
 		q := e.dataQuery("A", map[string]any{"queryType": "slo", "format": format})
 		r := okResponse(t, e.query(t, pluginContext(e.v1.URL, nil), q), "A")
 		if got := notices(r.Frames); len(r.Frames) != 1 || r.Frames[0].Rows() != 0 || len(got) != 1 || !strings.Contains(got[0], "add them to its settings (slos)") {
