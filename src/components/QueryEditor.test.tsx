@@ -215,12 +215,6 @@ describe('QueryEditor: requests', () => {
     expect(lastQuery()).toMatchObject(want);
   });
 
-  it('clearing the limit goes back to the default', async () => {
-    const { user, lastQuery } = setup({ queryType: 'requests', limit: 20 });
-    await typeAndLeave(user, ids.limit, '');
-    expect(lastQuery()?.limit).toBeUndefined();
-  });
-
   it.each([
     ['a negative minimum TTFT', ids.minTtft, '-1', /0 or more/],
     ['a fractional limit', ids.limit, '2.5', /whole number/],
@@ -361,5 +355,20 @@ describe('QueryEditor: signals top k', () => {
     await typeAndLeave(user, ids.topK, 'five');
     expect(screen.getByRole('alert')).toHaveTextContent(/whole number/);
     expect(onChange).not.toHaveBeenCalled();
+  });
+});
+
+describe('QueryEditor: text fields', () => {
+  it.each<[keyof typeof ids & keyof VllmQuery, Omit<VllmQuery, 'refId'>]>([
+    ['topK', { queryType: 'signals', topK: '5' }],
+    ['minTtft', { queryType: 'requests', minTtft: 2.5 }],
+    ['limit', { queryType: 'requests', limit: 20 }],
+    ['traceId', { queryType: 'explain', traceId: '4bf92f35' }],
+    ['baselineFrom', { queryType: 'verdict', baselineFrom: 'now-7d' }],
+    ['baselineTo', { queryType: 'verdict', baselineTo: 'now-6d' }],
+  ])('clearing %s leaves it unset: the backend reads its default', async (field, query) => {
+    const { user, lastQuery } = setup(query);
+    await typeAndLeave(user, ids[field], '');
+    expect(lastQuery()).toEqual({ refId: 'A', queryType: query.queryType });
   });
 });

@@ -144,23 +144,221 @@ function validateTopK(v: string): string | undefined {
     : undefined;
 }
 
-interface LabelPickerProps {
+interface SubEditorProps {
+  query: VllmQuery;
+  update: (patch: Partial<VllmQuery>) => void;
+}
+
+interface FieldProps<F> extends SubEditorProps {
+  field: F;
+}
+
+/** The query's fields typed as text; NUMBER_FIELDS of them are numbers. */
+type TextFieldName = keyof Pick<VllmQuery, 'topK' | 'minTtft' | 'limit' | 'traceId' | 'baselineFrom' | 'baselineTo'>;
+
+const NUMBER_FIELDS: ReadonlySet<TextFieldName> = new Set(['minTtft', 'limit']);
+
+interface TextFieldSpec {
+  label: string;
+  /** LABEL_WIDTH unless set: a field second in its row (top k, limit) has a shorter label. */
+  labelWidth?: number;
+  width: number;
+  tooltip?: string;
+  placeholder: string;
+  validate: (text: string) => string | undefined;
+}
+
+const TEXT_FIELDS: Record<TextFieldName, TextFieldSpec> = {
+  topK: {
+    label: 'Top k',
+    labelWidth: 10,
+    width: 12,
+    tooltip:
+      "With more instances than this, each signal's worst instances and the fleet median only; a whole number or a variable such as $topk; empty for every instance",
+    placeholder: 'all',
+    validate: validateTopK,
+  },
+  minTtft: {
+    label: 'Min TTFT (s)',
+    width: 12,
+    tooltip: 'Only requests whose time to first token is at least this many seconds',
+    placeholder: '0',
+    validate: validateNonNegative,
+  },
+  limit: {
+    label: 'Limit',
+    labelWidth: 10,
+    width: 12,
+    placeholder: String(QUERY_DEFAULTS.requests.limit),
+    validate: validateLimit,
+  },
+  traceId: {
+    label: 'Trace id',
+    width: 40,
+    tooltip: 'The trace of one vLLM request: hexadecimal, or a template variable',
+    placeholder: '4bf92f3577b34da6a3ce929d0e0e4736',
+    validate: validateTraceId,
+  },
+  baselineFrom: {
+    label: 'Baseline from',
+    width: 28,
+    tooltip:
+      "Start of the baseline window: RFC 3339 or a relative time such as now-7d; empty: the window of the range's length just before it",
+    placeholder: 'now-7d',
+    validate: validateTime,
+  },
+  baselineTo: {
+    label: 'Baseline to',
+    width: 28,
+    tooltip: 'End of the baseline window: RFC 3339 or a relative time such as now-6d',
+    placeholder: 'now-6d',
+    validate: validateTime,
+  },
+};
+
+/** One text field of the query: it shows the saved value and hands on a typed one its check accepts; empty unsets it. */
+function TextField({ query, field, update }: FieldProps<TextFieldName>) {
+  const { labelWidth = LABEL_WIDTH, ...spec } = TEXT_FIELDS[field];
+  const value = query[field];
+  return (
+    <ValidatedInput
+      {...spec}
+      labelWidth={labelWidth}
+      testId={ids[field]}
+      value={value === undefined ? '' : String(value)}
+      onCommit={(v) => update({ [field]: v === '' ? undefined : NUMBER_FIELDS.has(field) ? parseNumber(v) : v })}
+    />
+  );
+}
+
+/** The query's on/off fields; off is the backend's default for each. */
+type SwitchFieldName = keyof Pick<VllmQuery, 'headlineOnly' | 'oneInstance' | 'ruleRows' | 'anomalousOnly'>;
+
+const SWITCH_FIELDS: Record<SwitchFieldName, { label: string; tooltip: string }> = {
+  headlineOnly: {
+    label: 'Headline only',
+    tooltip: "Only each instance's headline finding, its likely bottleneck; off to see secondary findings too",
+  },
+  oneInstance: {
+    label: 'One instance',
+    tooltip: 'Findings only when one instance is in view, as graph annotations want; with several, none and a notice',
+  },
+  ruleRows: {
+    label: 'Rule rows',
+    tooltip:
+      'Below each instance, a row for each rule that was pending or firing; off: one row per instance (every rule when one instance is in view)',
+  },
+  anomalousOnly: { label: 'Anomalous only', tooltip: 'Only requests with an anomaly reason' },
+};
+
+/** One on/off field of the query. */
+function SwitchField({ query, field, update }: FieldProps<SwitchFieldName>) {
+  return (
+    <InlineField {...SWITCH_FIELDS[field]} labelWidth={LABEL_WIDTH}>
+      <InlineSwitch
+        data-testid={ids[field]}
+        value={query[field] ?? false}
+        onChange={(e) => update({ [field]: e.currentTarget.checked })}
+      />
+    </InlineField>
+  );
+}
+
+/** The query's list fields; none chosen means all (for optimisations: detect them from the metrics). */
+type ListFieldName = keyof Pick<VllmQuery, 'signals' | 'rules' | 'severities' | 'optimisations' | 'slos'>;
+
+interface ListFieldSpec {
   label: string;
   tooltip: string;
-  testId: string;
-  value?: string;
+  width: number;
+  placeholder: string;
+  /** Values beside the options: a name the backend may know, a template variable. */
+  allowCustomValue?: boolean;
+}
+
+const LIST_FIELDS: Record<ListFieldName, ListFieldSpec> = {
+  signals: {
+    label: 'Signals',
+    tooltip: 'Named, version-independent vLLM signals',
+    width: 64,
+    placeholder: 'Choose signals',
+    allowCustomValue: true,
+  },
+  rules: {
+    label: 'Rules',
+    tooltip: 'Evaluate only these rules; empty for all',
+    width: 48,
+    placeholder: 'All rules',
+    allowCustomValue: true,
+  },
+  severities: {
+    label: 'Severities',
+    tooltip: 'Only findings of these severities; empty for all',
+    width: 36,
+    placeholder: 'All severities',
+  },
+  optimisations: {
+    label: 'Optimisations',
+    tooltip: 'Optimisations in use, for when the metrics cannot tell; empty to detect them',
+    width: 64,
+    placeholder: 'Detect from the metrics',
+  },
+  slos: {
+    label: 'Objectives',
+    tooltip: 'Only these objectives; empty for all',
+    width: 48,
+    placeholder: 'All objectives',
+    allowCustomValue: true,
+  },
+};
+
+interface ListFieldProps extends FieldProps<ListFieldName> {
+  options: Array<SelectableValue<string>>;
+  isLoading?: boolean;
+}
+
+/** One list field of the query: a chosen value shows as its option where there is one, else as itself. */
+function ListField({ query, field, update, ...select }: ListFieldProps) {
+  const { label, tooltip, ...spec } = LIST_FIELDS[field];
+  return (
+    <InlineField label={label} labelWidth={LABEL_WIDTH} tooltip={tooltip}>
+      <MultiSelect
+        data-testid={ids[field]}
+        {...spec}
+        {...select}
+        value={query[field] ?? []}
+        onChange={(v: Array<SelectableValue<string>>) =>
+          update({ [field]: v.map((o) => o.value ?? '').filter(Boolean) })
+        }
+      />
+    </InlineField>
+  );
+}
+
+/** The query's label filters, the fields every query type has. */
+type LabelFieldName = keyof Pick<VllmQuery, 'instance' | 'model'>;
+
+const LABEL_FIELDS: Record<LabelFieldName, { label: string; tooltip: string }> = {
+  instance: {
+    label: 'Instance',
+    tooltip: 'An instance label value, a regular expression or a template variable; empty for all',
+  },
+  model: { label: 'Model', tooltip: 'A model name, a regular expression or a template variable; empty for all' },
+};
+
+interface LabelFieldProps extends FieldProps<LabelFieldName> {
   values: ResourceState<string[]>;
   variables: string[];
-  onChange: (value: string) => void;
 }
 
 /** An instance or model picker: values from the backend, template variables, or free text. */
-function LabelPicker({ label, tooltip, testId, value, values, variables, onChange }: LabelPickerProps) {
+function LabelField({ query, field, update, values, variables }: LabelFieldProps) {
   const options = [...variables, ...(values.value ?? [])].map(asOption);
+  const value = query[field];
   return (
-    <InlineField label={label} labelWidth={LABEL_WIDTH} tooltip={tooltip}>
+    <InlineField {...LABEL_FIELDS[field]} labelWidth={LABEL_WIDTH}>
       <Select
-        data-testid={testId}
+        data-testid={ids[field]}
         width={32}
         isClearable
         allowCustomValue
@@ -168,41 +366,7 @@ function LabelPicker({ label, tooltip, testId, value, values, variables, onChang
         placeholder="All"
         options={options}
         value={value ? asOption(value) : null}
-        onChange={(v: SelectableValue<string> | null) => onChange(v?.value ?? '')}
-      />
-    </InlineField>
-  );
-}
-
-interface ChoicesPickerProps<T extends string> {
-  label: string;
-  tooltip: string;
-  testId: string;
-  width: number;
-  placeholder: string;
-  options: Array<SelectableValue<T>>;
-  value?: T[];
-  onChange: (value: T[]) => void;
-}
-
-/** Several of a fixed set of values (severities, optimisations); none chosen means all or detect. */
-function ChoicesPicker<T extends string>({
-  label,
-  tooltip,
-  testId,
-  onChange,
-  value,
-  ...select
-}: ChoicesPickerProps<T>) {
-  return (
-    <InlineField label={label} labelWidth={LABEL_WIDTH} tooltip={tooltip}>
-      <MultiSelect
-        data-testid={testId}
-        {...select}
-        value={value ?? []}
-        onChange={(v: Array<SelectableValue<T>>) =>
-          onChange(v.map((o) => o.value).filter((x): x is T => x !== undefined))
-        }
+        onChange={(v: SelectableValue<string> | null) => update({ [field]: v?.value ?? '' })}
       />
     </InlineField>
   );
@@ -253,24 +417,8 @@ export function QueryEditor({ query: rawQuery, onChange, onRunQuery, datasource,
         </InlineField>
       </InlineFieldRow>
       <InlineFieldRow>
-        <LabelPicker
-          label="Instance"
-          tooltip="An instance label value, a regular expression or a template variable; empty for all"
-          testId={ids.instance}
-          value={query.instance}
-          values={instances}
-          variables={variables}
-          onChange={(instance) => update({ instance })}
-        />
-        <LabelPicker
-          label="Model"
-          tooltip="A model name, a regular expression or a template variable; empty for all"
-          testId={ids.model}
-          value={query.model}
-          values={models}
-          variables={variables}
-          onChange={(model) => update({ model })}
-        />
+        <LabelField query={query} field="instance" values={instances} variables={variables} update={update} />
+        <LabelField query={query} field="model" values={models} variables={variables} update={update} />
       </InlineFieldRow>
       <ResourceNotice what="instances" error={instances.error} testId={ids.resourceError} />
       <ResourceNotice what="models" error={models.error} testId={ids.resourceError} />
@@ -283,17 +431,7 @@ export function QueryEditor({ query: rawQuery, onChange, onRunQuery, datasource,
       {queryType === 'requests' && <RequestsEditor query={query} update={update} />}
       {queryType === 'explain' && (
         <InlineFieldRow>
-          <ValidatedInput
-            label="Trace id"
-            labelWidth={LABEL_WIDTH}
-            width={40}
-            tooltip="The trace of one vLLM request: hexadecimal, or a template variable"
-            testId={ids.traceId}
-            placeholder="4bf92f3577b34da6a3ce929d0e0e4736"
-            value={query.traceId}
-            validate={validateTraceId}
-            onCommit={(traceId) => update({ traceId })}
-          />
+          <TextField query={query} field="traceId" update={update} />
         </InlineFieldRow>
       )}
       {queryType === 'verdict' && (
@@ -304,11 +442,6 @@ export function QueryEditor({ query: rawQuery, onChange, onRunQuery, datasource,
   );
 }
 
-interface SubEditorProps {
-  query: VllmQuery;
-  update: (patch: Partial<VllmQuery>) => void;
-}
-
 interface CatalogEditorProps extends SubEditorProps {
   datasource: DataSource;
   variables: string[];
@@ -317,56 +450,34 @@ interface CatalogEditorProps extends SubEditorProps {
 function SignalsEditor({ query, datasource, variables, update }: CatalogEditorProps) {
   const load = useCallback(() => datasource.listSignals(), [datasource]);
   const catalog = useResource(load);
-  const known = new Map((catalog.value ?? []).map((s) => [s.name, s]));
   const options = [
     ...signalOptions(catalog.value ?? []),
     ...(variables.length ? [{ label: 'Template variables', options: variables.map(asOption) }] : []),
   ];
-  const value = (query.signals ?? []).map((name) => {
-    const s = known.get(name);
-    return s ? { label: signalLabel(s), value: name } : asOption(name);
-  });
   return (
     <>
       <InlineFieldRow>
-        <InlineField label="Signals" labelWidth={LABEL_WIDTH} tooltip="Named, version-independent vLLM signals">
-          <MultiSelect
-            data-testid={ids.signals}
-            width={64}
-            allowCustomValue
-            isLoading={catalog.loading}
-            placeholder="Choose signals"
-            options={options}
-            value={value}
-            onChange={(v: Array<SelectableValue<string>>) =>
-              update({ signals: v.map((o) => o.value ?? '').filter(Boolean) })
-            }
-          />
-        </InlineField>
-        <ValidatedInput
-          label="Top k"
-          labelWidth={10}
-          width={12}
-          tooltip="With more instances than this, each signal's worst instances and the fleet median only; a whole number or a variable such as $topk; empty for every instance"
-          testId={ids.topK}
-          placeholder="all"
-          value={query.topK}
-          validate={validateTopK}
-          onCommit={(v) => update({ topK: v.trim() === '' ? undefined : v.trim() })}
-        />
+        <ListField query={query} field="signals" options={options} isLoading={catalog.loading} update={update} />
+        <TextField query={query} field="topK" update={update} />
       </InlineFieldRow>
       <ResourceNotice what="the signal catalog" error={catalog.error} testId={ids.resourceError} />
     </>
   );
 }
 
-function DiagnosisEditor({ query, datasource, variables, update }: CatalogEditorProps) {
+/** The backend's rules, and the rule options of a picker: each rule with its symptom, then the template variables. */
+function useRuleOptions(datasource: DataSource, variables: string[]) {
   const load = useCallback(() => datasource.listRules(), [datasource]);
   const rules = useResource(load);
   const options = [
     ...(rules.value ?? []).map((r) => ({ label: r.id, value: r.id, description: r.symptom })),
     ...variables.map(asOption),
   ];
+  return { rules, options };
+}
+
+function DiagnosisEditor({ query, datasource, variables, update }: CatalogEditorProps) {
+  const { rules, options } = useRuleOptions(datasource, variables);
   return (
     <>
       <InlineFieldRow>
@@ -379,70 +490,18 @@ function DiagnosisEditor({ query, datasource, variables, update }: CatalogEditor
             />
           </div>
         </InlineField>
-        <InlineField label="Rules" labelWidth={LABEL_WIDTH} tooltip="Evaluate only these rules; empty for all">
-          <MultiSelect
-            data-testid={ids.rules}
-            width={48}
-            allowCustomValue
-            isLoading={rules.loading}
-            placeholder="All rules"
-            options={options}
-            value={(query.rules ?? []).map(asOption)}
-            onChange={(v: Array<SelectableValue<string>>) =>
-              update({ rules: v.map((o) => o.value ?? '').filter(Boolean) })
-            }
-          />
-        </InlineField>
+        <ListField query={query} field="rules" options={options} isLoading={rules.loading} update={update} />
       </InlineFieldRow>
       {(query.format ?? DEFAULT_FORMAT) === 'findings' && (
         <InlineFieldRow>
-          <InlineField
-            label="Headline only"
-            labelWidth={LABEL_WIDTH}
-            tooltip="Only each instance's headline finding, its likely bottleneck; off to see secondary findings too"
-          >
-            <InlineSwitch
-              data-testid={ids.headlineOnly}
-              value={query.headlineOnly ?? false}
-              onChange={(e) => update({ headlineOnly: e.currentTarget.checked })}
-            />
-          </InlineField>
-          <ChoicesPicker
-            label="Severities"
-            tooltip="Only findings of these severities; empty for all"
-            testId={ids.severities}
-            width={36}
-            placeholder="All severities"
-            options={SEVERITY_OPTIONS}
-            value={query.severities}
-            onChange={(severities) => update({ severities })}
-          />
-          <InlineField
-            label="One instance"
-            labelWidth={LABEL_WIDTH}
-            tooltip="Findings only when one instance is in view, as graph annotations want; with several, none and a notice"
-          >
-            <InlineSwitch
-              data-testid={ids.oneInstance}
-              value={query.oneInstance ?? false}
-              onChange={(e) => update({ oneInstance: e.currentTarget.checked })}
-            />
-          </InlineField>
+          <SwitchField query={query} field="headlineOnly" update={update} />
+          <ListField query={query} field="severities" options={SEVERITY_OPTIONS} update={update} />
+          <SwitchField query={query} field="oneInstance" update={update} />
         </InlineFieldRow>
       )}
       {query.format === 'timeline' && (
         <InlineFieldRow>
-          <InlineField
-            label="Rule rows"
-            labelWidth={LABEL_WIDTH}
-            tooltip="Below each instance, a row for each rule that was pending or firing; off: one row per instance (every rule when one instance is in view)"
-          >
-            <InlineSwitch
-              data-testid={ids.ruleRows}
-              value={query.ruleRows ?? false}
-              onChange={(e) => update({ ruleRows: e.currentTarget.checked })}
-            />
-          </InlineField>
+          <SwitchField query={query} field="ruleRows" update={update} />
         </InlineFieldRow>
       )}
       <ResourceNotice what="the rules" error={rules.error} testId={ids.resourceError} />
@@ -453,82 +512,23 @@ function DiagnosisEditor({ query, datasource, variables, update }: CatalogEditor
 function RequestsEditor({ query, update }: SubEditorProps) {
   return (
     <InlineFieldRow>
-      <InlineField label="Anomalous only" labelWidth={LABEL_WIDTH} tooltip="Only requests with an anomaly reason">
-        <InlineSwitch
-          data-testid={ids.anomalousOnly}
-          value={query.anomalousOnly ?? false}
-          onChange={(e) => update({ anomalousOnly: e.currentTarget.checked })}
-        />
-      </InlineField>
-      <ValidatedInput
-        label="Min TTFT (s)"
-        labelWidth={LABEL_WIDTH}
-        width={12}
-        tooltip="Only requests whose time to first token is at least this many seconds"
-        testId={ids.minTtft}
-        placeholder="0"
-        value={query.minTtft === undefined ? '' : String(query.minTtft)}
-        validate={validateNonNegative}
-        onCommit={(v) => update({ minTtft: v === '' ? undefined : parseNumber(v) })}
-      />
-      <ValidatedInput
-        label="Limit"
-        labelWidth={10}
-        width={12}
-        testId={ids.limit}
-        placeholder={String(QUERY_DEFAULTS.requests.limit)}
-        value={query.limit === undefined ? '' : String(query.limit)}
-        validate={validateLimit}
-        onCommit={(v) => update({ limit: v === '' ? undefined : parseNumber(v) })}
-      />
+      <SwitchField query={query} field="anomalousOnly" update={update} />
+      <TextField query={query} field="minTtft" update={update} />
+      <TextField query={query} field="limit" update={update} />
     </InlineFieldRow>
   );
 }
 
 function VerdictEditor({ query, datasource, variables, update }: CatalogEditorProps) {
-  const load = useCallback(() => datasource.listRules(), [datasource]);
-  const rules = useResource(load);
-  const options = [
-    ...(rules.value ?? []).map((r) => ({ label: r.id, value: r.id, description: r.symptom })),
-    ...variables.map(asOption),
-  ];
+  const { rules, options } = useRuleOptions(datasource, variables);
   return (
     <>
       <InlineFieldRow>
-        <ValidatedInput
-          label="Baseline from"
-          labelWidth={LABEL_WIDTH}
-          width={28}
-          tooltip="Start of the baseline window: RFC 3339 or a relative time such as now-7d; empty: the window of the range's length just before it"
-          testId={ids.baselineFrom}
-          placeholder="now-7d"
-          value={query.baselineFrom}
-          validate={validateTime}
-          onCommit={(baselineFrom) => update({ baselineFrom })}
-        />
-        <ValidatedInput
-          label="Baseline to"
-          labelWidth={LABEL_WIDTH}
-          width={28}
-          tooltip="End of the baseline window: RFC 3339 or a relative time such as now-6d"
-          testId={ids.baselineTo}
-          placeholder="now-6d"
-          value={query.baselineTo}
-          validate={validateTime}
-          onCommit={(baselineTo) => update({ baselineTo })}
-        />
+        <TextField query={query} field="baselineFrom" update={update} />
+        <TextField query={query} field="baselineTo" update={update} />
       </InlineFieldRow>
       <InlineFieldRow>
-        <ChoicesPicker
-          label="Optimisations"
-          tooltip="Optimisations in use, for when the metrics cannot tell; empty to detect them"
-          testId={ids.optimisations}
-          width={64}
-          placeholder="Detect from the metrics"
-          options={OPTIMISATION_OPTIONS}
-          value={query.optimisations}
-          onChange={(optimisations) => update({ optimisations })}
-        />
+        <ListField query={query} field="optimisations" options={OPTIMISATION_OPTIONS} update={update} />
       </InlineFieldRow>
       <InlineFieldRow>
         <InlineField
@@ -568,19 +568,7 @@ function SLOEditor({ query, objectives, update }: SLOEditorProps) {
           <RadioButtonGroup options={SLO_FORMAT_OPTIONS} value={format} onChange={(f) => update({ format: f })} />
         </div>
       </InlineField>
-      <InlineField label="Objectives" labelWidth={LABEL_WIDTH} tooltip="Only these objectives; empty for all">
-        <MultiSelect
-          data-testid={ids.slos}
-          width={48}
-          allowCustomValue
-          placeholder="All objectives"
-          options={objectives.map(asOption)}
-          value={(query.slos ?? []).map(asOption)}
-          onChange={(v: Array<SelectableValue<string>>) =>
-            update({ slos: v.map((o) => o.value ?? '').filter(Boolean) })
-          }
-        />
-      </InlineField>
+      <ListField query={query} field="slos" options={objectives.map(asOption)} update={update} />
     </InlineFieldRow>
   );
 }
