@@ -90,9 +90,6 @@ func Open(dir string) (*Server, error) {
 // URL is the base URL of the API, http://127.0.0.1:PORT.
 func (s *Server) URL() string { return s.url }
 
-// DB is the open TSDB, for appending to it.
-func (s *Server) DB() *tsdb.DB { return s.db }
-
 // Close stops serving and closes the TSDB, writing what its head holds to its write-ahead log
 // so that the directory can be opened again.
 func (s *Server) Close() error {

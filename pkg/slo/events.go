@@ -21,9 +21,6 @@ type Events struct {
 	Lower, Upper float64
 }
 
-// Exact reports whether the good events are counted exactly: the threshold is a bucket bound.
-func (e Events) Exact() bool { return e.Lower == e.Upper }
-
 // FromHistogram reads the events of a latency histogram (bucket rates per step, as Prometheus's
 // rate() gives them: counter resets are read there) against a threshold in seconds. A step
 // without the +Inf bucket's sample has no data. A bucket without a sample at a step widens the
