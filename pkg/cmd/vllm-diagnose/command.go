@@ -202,6 +202,7 @@ func (c *rootCommand) refuseIgnored(cmd *cobra.Command) error {
 		{o.scrape != "", "--scrape diagnoses what it scrapes from now on", []string{"since", "from", "to"}},
 		{o.fromDir != "" && o.from == "", "--from-dir diagnoses all the directory's data unless --from (and --to) narrow it", []string{"since", "to"}},
 		{o.watch && o.from == "", "--watch follows the clock from now (--from replays a range instead)", []string{"since", "to"}},
+		{o.fromDir != "" && o.from == "", "--watch on --from-dir needs --from (and --to) to replay: the directory holds no data from now on", []string{"watch"}},
 	} {
 		if !m.when {
 			continue

@@ -43,6 +43,7 @@ func TestFlagsRefused(t *testing.T) {
 		{"--from and --to with --scrape", []string{"--scrape", "http://127.0.0.1:8000", "--from", "now-2h", "--to", "now-1h"}, "drop --from, --to"},
 		{"--since with --from-dir", []string{"--from-dir", dir, "--since", "1h"}, "--from-dir diagnoses all the directory's data unless --from (and --to) narrow it: drop --since"},
 		{"--to without --from with --from-dir", []string{"--from-dir", dir, "--to", "now"}, "drop --to"},
+		{"--watch without --from with --from-dir", []string{"--from-dir", dir, "--watch"}, "--watch on --from-dir needs --from (and --to) to replay: the directory holds no data from now on: drop --watch"},
 		{"--since with demo", []string{"demo", "--since", "30m"}, "demo simulates its own 2h0m0s up to now, scraped every 15s: drop --since"},
 		{"--from and --to with demo", []string{"demo", "--from", "now-2h", "--to", "now"}, "drop --from, --to"},
 		{"--scrape-interval with demo", []string{"demo", "--scrape-interval", "30s"}, "drop --scrape-interval"},
@@ -61,6 +62,7 @@ func TestFlagsAccepted(t *testing.T) {
 		{"--save with --scrape", []string{"--scrape", "http://v:8000", "--save", "tsdb"}},
 		{"--every and --since-less --watch", []string{"--prometheus", "http://p:9090", "--watch", "--every", "2m"}},
 		{"--from and --to with --from-dir", []string{"--from-dir", "tsdb", "--from", "now-2h", "--to", "now-1h"}},
+		{"--watch and --from with --from-dir", []string{"--from-dir", "tsdb", "--watch", "--from", "now-2h"}},
 		{"--from and --to with --watch", []string{"--prometheus", "http://p:9090", "--watch", "--from", "now-2h", "--to", "now-1h"}},
 		{"--timeout with --scrape", []string{"--scrape", "http://v:8000", "--timeout", "10m"}},
 	} {
