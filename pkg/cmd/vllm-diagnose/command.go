@@ -98,15 +98,21 @@ Exit codes: 0 nothing firing, 1 warnings, 2 critical findings, 3 a backend unrea
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		RunE:          func(cmd *cobra.Command, _ []string) error { return c.runDiagnosis(cmd.Context()) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := c.refuseIgnored(cmd); err != nil {
+				return err
+			}
+			return c.runDiagnosis(cmd.Context())
+		},
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	pf := root.PersistentFlags()
+	defaults := plugin.SettingsContract().Defaults
 	pf.StringVar(&o.conn.prometheus, "prometheus", "", "Prometheus base URL (Prometheus, Thanos, Mimir, VictoriaMetrics)")
 	pf.StringVar(&o.conn.tempo, "tempo", "", "Tempo base URL (port 3200), for traces")
 	pf.StringVar(&o.conn.jaeger, "jaeger", "", "Jaeger query API base URL (port 16686), for traces")
-	pf.DurationVar(&o.since, "since", time.Hour, "diagnose the last DURATION (ignored with --from)")
+	pf.DurationVar(&o.since, "since", time.Hour, "the range: the last DURATION (ignored with --from; --scrape, --from-dir, --watch and demo choose their own range and refuse it)")
 	pf.StringVar(&o.from, "from", "", "range start: RFC 3339 (2026-08-01T10:00:00Z), epoch milliseconds, or relative (now-2h)")
 	pf.StringVar(&o.to, "to", "", "range end, as --from (default now)")
 	pf.StringVar(&o.instance, "instance", "", "instances: exact value or regular expression (default all)")
@@ -114,9 +120,9 @@ Exit codes: 0 nothing firing, 1 warnings, 2 critical findings, 3 a backend unrea
 	pf.StringVar(&o.conn.labelMatchers, "label-matchers", "", `extra PromQL matchers for vLLM series, such as '{job="vllm"}'`)
 	pf.StringVar(&o.conn.thresholdsFile, "thresholds", "", `JSON file: rule id → parameter → number, such as {"kv_cache_saturated": {"kv_usage": 0.9}}`)
 	pf.StringVarP(&o.output, "output", "o", outTable, "table, json or prometheus (OpenMetrics alert series for a textfile collector)")
-	pf.StringVar(&o.conn.scrapeInterval, "scrape-interval", "15s", "Prometheus scrape interval of the vLLM targets")
+	pf.StringVar(&o.conn.scrapeInterval, "scrape-interval", defaults.ScrapeInterval, "Prometheus scrape interval of the vLLM targets")
 	pf.DurationVar(&o.step, "step", 0, "evaluation step (default: the scrape interval)")
-	pf.DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up after this long")
+	pf.DurationVar(&o.timeout, "timeout", defaultTimeout, "give up on the backends after this long; with --scrape, counted from the first scrape, and by default the scraping the quickest rule needs plus this default; --watch has none (it runs until interrupted)")
 	pf.StringVar(&o.conn.promUser, "prometheus-user", "", "basic auth user for Prometheus (password from "+envPromPassword+" or --prometheus-password-file)")
 	pf.StringVar(&o.conn.promPasswordFile, "prometheus-password-file", "", "file holding Prometheus's basic auth password")
 	pf.StringVar(&o.conn.promTokenFile, "prometheus-token-file", "", "file holding a bearer token for Prometheus (or "+envPromToken+")")
@@ -126,14 +132,14 @@ Exit codes: 0 nothing firing, 1 warnings, 2 critical findings, 3 a backend unrea
 	pf.StringVar(&o.conn.tracesUser, "traces-user", "", "basic auth user for the trace backend (password from "+envTracesPassword+" or --traces-password-file)")
 	pf.StringVar(&o.conn.tracesPasswordFile, "traces-password-file", "", "file holding the trace backend's basic auth password")
 	pf.StringVar(&o.conn.tracesTokenFile, "traces-token-file", "", "file holding a bearer token for the trace backend (or "+envTracesToken+")")
-	pf.StringVar(&o.conn.instanceLabel, "instance-label", "", "Prometheus label naming the instance (default instance)")
-	pf.StringVar(&o.conn.modelLabel, "model-label", "", "Prometheus label naming the model (default model_name)")
-	pf.StringVar(&o.conn.serviceName, "service-name", "", "service name of vLLM's spans (default vllm)")
-	pf.StringVar(&o.conn.spanName, "span-name", "", "name of vLLM's request span (default llm_request)")
-	pf.StringVar(&o.conn.spanInstanceAttr, "span-instance-attribute", "", "span attribute equal to the instance label (default service.instance.id)")
-	pf.StringVar(&o.conn.spanModelAttr, "span-model-attribute", "", "span attribute holding the model (default gen_ai.response.model)")
+	pf.StringVar(&o.conn.instanceLabel, "instance-label", "", "Prometheus label naming the instance (default "+defaults.InstanceLabel+")")
+	pf.StringVar(&o.conn.modelLabel, "model-label", "", "Prometheus label naming the model (default "+defaults.ModelLabel+")")
+	pf.StringVar(&o.conn.serviceName, "service-name", "", "service name of vLLM's spans (default "+defaults.ServiceName+")")
+	pf.StringVar(&o.conn.spanName, "span-name", "", "name of vLLM's request span (default "+defaults.SpanName+")")
+	pf.StringVar(&o.conn.spanInstanceAttr, "span-instance-attribute", "", "span attribute equal to the instance label (default "+defaults.SpanInstanceAttribute+")")
+	pf.StringVar(&o.conn.spanModelAttr, "span-model-attribute", "", "span attribute holding the model (default "+defaults.SpanModelAttribute+")")
 	root.Flags().BoolVar(&o.watch, "watch", false, "evaluate on the rule clock and print only state changes (pending, firing, resolved), or on a terminal redraw a table of each instance's headline; with --from, replay that range")
-	root.Flags().StringVar(&o.fromDir, "from-dir", "", "diagnose a TSDB directory (demo --save, --scrape --save) in an embedded Prometheus instead of --prometheus; default range: all its data")
+	root.Flags().StringVar(&o.fromDir, "from-dir", "", "diagnose a TSDB directory (demo --save, --scrape --save) in an embedded Prometheus instead of --prometheus; default range: all its data, which --from (and --to) narrow")
 	root.Flags().StringVar(&o.scrape, "scrape", "", "scrape these vLLM /metrics URLs (http://HOST:PORT, comma-separated) into an embedded Prometheus every --scrape-interval, then diagnose once the quickest rule has data")
 	root.Flags().StringVar(&o.save, "save", "", "with --scrape: keep the TSDB in this new directory, for --from-dir or a Prometheus's --storage.tsdb.path")
 	root.Flags().DurationVar(&o.every, "every", time.Minute, "rule clock of --watch")
@@ -162,6 +168,50 @@ Exit codes: 0 nothing firing, 1 warnings, 2 critical findings, 3 a backend unrea
 	root.AddCommand(explain, verdictCmd, c.demoCommand(), c.sloCommand())
 	c.root = root
 	return c
+}
+
+// defaultTimeout is --timeout's default.
+const defaultTimeout = 2 * time.Minute
+
+// refuse is the error for the flags among names given on the command line, when a mode of the
+// command decides what they would say (why): a flag is refused, never silently ignored.
+func refuse(cmd *cobra.Command, why string, names ...string) error {
+	var given []string
+	for _, n := range names {
+		if cmd.Flags().Changed(n) {
+			given = append(given, "--"+n)
+		}
+	}
+	if len(given) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: drop %s", why, strings.Join(given, ", "))
+}
+
+// refuseIgnored refuses the root command's flags that its mode would ignore.
+func (c *rootCommand) refuseIgnored(cmd *cobra.Command) error {
+	o := c.opts
+	for _, m := range []struct {
+		when  bool
+		why   string
+		flags []string
+	}{
+		{o.scrape == "", "--save needs --scrape: it keeps the TSDB --scrape fills (demo --save keeps a demo's)", []string{"save"}},
+		{!o.watch, "--every needs --watch: it is --watch's rule clock", []string{"every"}},
+		{o.watch, "--watch has no --timeout: it runs until interrupted, or with --from to the range's end", []string{"timeout"}},
+		{o.scrape != "", "--scrape diagnoses what it scrapes from now on", []string{"since", "from", "to"}},
+		{o.fromDir != "" && o.from == "", "--from-dir diagnoses all the directory's data unless --from (and --to) narrow it", []string{"since", "to"}},
+		{o.watch && o.from == "", "--watch follows the clock from now (--from replays a range instead)", []string{"since", "to"}},
+		{o.fromDir != "" && o.from == "", "--watch on --from-dir needs --from (and --to) to replay: the directory holds no data from now on", []string{"watch"}},
+	} {
+		if !m.when {
+			continue
+		}
+		if err := refuse(cmd, m.why, m.flags...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // timeForms is how the messages say a time may be written.

@@ -23,7 +23,7 @@ const demoScenario = sim.FleetPrefix + "6"
 // that compare with a baseline have the hour before it.
 const demoRun = 2 * time.Hour
 
-// demoScrape is the interval of the simulated scrapes, the --scrape-interval default.
+// demoScrape is the interval of the simulated scrapes.
 const demoScrape = 15 * time.Second
 
 type demoOptions struct {
@@ -42,7 +42,14 @@ func (c *rootCommand) demoCommand() *cobra.Command {
 faulty) for ` + demoRun.String() + ` ending now, writes its scrapes into a Prometheus TSDB inside the
 process, and runs the same diagnosis as against a real Prometheus. --list names the scenarios.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return c.runDemo(cmd.Context(), o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			// The range and the scrape interval are the simulation's.
+			why := fmt.Sprintf("demo simulates its own %s up to now, scraped every %s", demoRun, demoScrape)
+			if err := refuse(cmd, why, "since", "from", "to", "scrape-interval"); err != nil {
+				return err
+			}
+			return c.runDemo(cmd.Context(), o)
+		},
 	}
 	cmd.Flags().StringVar(&o.scenario, "scenario", demoScenario, "the simulator's scenario (see --list)")
 	cmd.Flags().StringVar(&o.generation, "generation", "", "vLLM's metric names: v1 (current) or v0 (vLLM 0.6 to 0.7); default the scenario's")

@@ -61,23 +61,11 @@ func TestDemoFindsEveryFaultOfItsScenario(t *testing.T) {
 }
 
 func TestDemoRejects(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		args []string
-		want string
-	}{
+	checkRejections(t, []rejection{
 		{"an unknown scenario", []string{"demo", "--scenario", "no_such_fault"}, "demo --list"},
 		{"an unknown metric generation", []string{"demo", "--generation", "v2"}, "want v0 or v1"},
 		{"a Prometheus of its own", []string{"demo", "--prometheus", "http://127.0.0.1:9090"}, "drop --prometheus"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			var stderr strings.Builder
-			code := run(context.Background(), c.args, io.Discard, &stderr, func(string) string { return "" })
-			if code != exitError || !strings.Contains(stderr.String(), c.want) || strings.Count(stderr.String(), "\n") != 1 {
-				t.Errorf("exit %d, stderr %q: want exit %d and one line saying %q", code, stderr.String(), exitError, c.want)
-			}
-		})
-	}
+	})
 }
 
 func TestDemoListNamesEveryScenario(t *testing.T) {
@@ -122,24 +110,12 @@ func TestTSDBDirectoryRejects(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(full, "notes.txt"), []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct {
-		name string
-		args []string
-		want string
-	}{
+	checkRejections(t, []rejection{
 		{"--from-dir that does not exist", []string{"--from-dir", filepath.Join(t.TempDir(), "absent")}, "is not a directory"},
 		{"--from-dir without samples", []string{"--from-dir", t.TempDir()}, "holds no samples"},
 		{"--from-dir beside --prometheus", []string{"--from-dir", full, "--prometheus", "http://127.0.0.1:9090"}, "drop one"},
 		{"--save into a directory with files", []string{"demo", "--save", full}, "is not empty"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			var stderr strings.Builder
-			code := run(context.Background(), c.args, io.Discard, &stderr, func(string) string { return "" })
-			if code != exitError || !strings.Contains(stderr.String(), c.want) || strings.Count(stderr.String(), "\n") != 1 {
-				t.Errorf("exit %d, stderr %q: want exit %d and one line saying %q", code, stderr.String(), exitError, c.want)
-			}
-		})
-	}
+	})
 }
 
 // BenchmarkDemo measures the default demo end to end in-process: the simulation, the

@@ -14,6 +14,8 @@
 //
 // Without a Prometheus, --scrape, --from-dir and demo run an embedded one (package embedprom):
 // scraping vLLM's /metrics, reading a saved TSDB directory, or holding a simulated scenario.
+// A flag its mode would ignore (--since with one that chooses its own range, --save without
+// --scrape, …) is bad input rather than silently dropped.
 //
 // It does not re-implement the diagnosis: it builds the data source settings Grafana would
 // send (the names of README's Settings), creates the plugin's own instance in-process with

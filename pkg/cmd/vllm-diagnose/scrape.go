@@ -63,6 +63,20 @@ func (c *rootCommand) dataNeeded(interval time.Duration) (time.Duration, error) 
 	return signals.Window(interval, interval) + diagnosis.ShortestFor(rules), nil
 }
 
+// scrapeTimeout is --timeout with --scrape, counted from the first scrape: given, it must
+// leave time to diagnose after the scraping the quickest rule needs; by default it is that
+// scraping plus the default.
+func (c *rootCommand) scrapeTimeout(need time.Duration) (time.Duration, error) {
+	if !c.root.Flags().Changed("timeout") {
+		return need + c.opts.timeout, nil
+	}
+	if c.opts.timeout <= need {
+		return 0, fmt.Errorf("--timeout %s ends before the %s of scraping the quickest rule needs: give more than %s, or leave it out (then %s)",
+			c.opts.timeout, need, need, need+defaultTimeout)
+	}
+	return c.opts.timeout, nil
+}
+
 // runScrape scrapes the --scrape targets into the embedded Prometheus until the quickest
 // rule has the data it needs, reporting each bad target once, then diagnoses what it holds.
 func (c *rootCommand) runScrape(ctx context.Context) error {
@@ -84,6 +98,16 @@ func (c *rootCommand) runScrape(ctx context.Context) error {
 	need, err := c.dataNeeded(interval)
 	if err != nil {
 		return err
+	}
+	// --timeout bounds the whole run, the scraping included: the deadline start sets later
+	// cannot extend this one.
+	if !c.opts.watch {
+		if c.opts.timeout, err = c.scrapeTimeout(need); err != nil {
+			return err
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.opts.timeout)
+		defer cancel()
 	}
 	dir, cleanup, err := tsdbDir(c.opts.save, "vllm-diagnose-scrape-")
 	if err != nil {

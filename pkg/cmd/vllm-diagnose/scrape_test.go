@@ -214,11 +214,7 @@ func TestScrapeReportsEachBadTarget(t *testing.T) {
 }
 
 func TestScrapeRejects(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		args []string
-		want string
-	}{
+	checkRejections(t, []rejection{
 		{"a URL that is not http", []string{"--scrape", "ftp://127.0.0.1:8000"}, "is not a vLLM URL"},
 		{"a URL without a port", []string{"--scrape", "http://vllm"}, "is not a vLLM URL"},
 		{"no URL", []string{"--scrape", " , "}, "names no target"},
@@ -226,15 +222,7 @@ func TestScrapeRejects(t *testing.T) {
 		{"a bad scrape interval", []string{"--scrape", "http://127.0.0.1:8000", "--scrape-interval", "soon"}, "--scrape-interval"},
 		{"a scrape interval under a second", []string{"--scrape", "http://127.0.0.1:8000", "--scrape-interval", "250ms"}, "choose 1s or more"},
 		{"--save into a directory with files", []string{"--scrape", "http://127.0.0.1:8000", "--save", "."}, "is not empty"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			var stderr strings.Builder
-			code := run(context.Background(), c.args, io.Discard, &stderr, func(string) string { return "" })
-			if code != exitError || !strings.Contains(stderr.String(), c.want) || strings.Count(stderr.String(), "\n") != 1 {
-				t.Errorf("exit %d, stderr %q: want exit %d and one line saying %q", code, stderr.String(), exitError, c.want)
-			}
-		})
-	}
+	})
 }
 
 // TestScrapeWaitsForTheQuickestRule: the wait is the rate window (four scrape intervals) and

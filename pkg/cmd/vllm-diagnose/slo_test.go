@@ -31,11 +31,7 @@ const burnObjectives = `[{"name": "ttft-1s", "indicator": "ttft", "threshold": 1
 func TestSLORejects(t *testing.T) {
 	good := objectivesFile(t, burnObjectives)
 	prom := []string{"--prometheus", "http://127.0.0.1:1"}
-	for _, c := range []struct {
-		name string
-		args []string
-		want string
-	}{
+	checkRejections(t, []rejection{
 		{"no objectives file", append([]string{"slo"}, prom...), "slo needs the objectives: --slos FILE"},
 		{"an objectives file that cannot be read", append([]string{"slo", "--slos", filepath.Join(t.TempDir(), "none.json")}, prom...), "cannot read the objectives file"},
 		{"an objectives file that is not a list", append([]string{"slo", "--slos", objectivesFile(t, `{"name": "x"}`)}, prom...), "not a list of objectives"},
@@ -47,15 +43,7 @@ func TestSLORejects(t *testing.T) {
 		{"--to without --from", append([]string{"slo", "--slos", good, "--to", "now"}, prom...), "--to needs --from"},
 		{"no Prometheus", []string{"slo", "--slos", good}, "--prometheus is required"},
 		{"an argument", append([]string{"slo", "--slos", good, "ttft-1s"}, prom...), "unknown command"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			var stderr strings.Builder
-			code := run(context.Background(), c.args, io.Discard, &stderr, func(string) string { return "" })
-			if code != exitError || !strings.Contains(stderr.String(), c.want) || strings.Count(stderr.String(), "\n") != 1 {
-				t.Errorf("exit %d, stderr %q: want exit %d and one line saying %q", code, stderr.String(), exitError, c.want)
-			}
-		})
-	}
+	})
 }
 
 // TestSLOExitCodes runs the slo command on a simulated fleet of 6 over 4 hours, whose faults
