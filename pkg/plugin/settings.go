@@ -164,6 +164,10 @@ func LoadSettings(s backend.DataSourceInstanceSettings) (Settings, error) {
 	if err != nil || d <= 0 {
 		return Settings{}, fmt.Errorf("scrapeInterval %q is not a positive duration such as 15s or 1m", scrape)
 	}
+	// Steps are whole seconds (plan.Step): a finer scrape interval would make them zero.
+	if d < time.Second {
+		return Settings{}, fmt.Errorf("scrapeInterval %q is under 1s: write the Prometheus scrape interval of the vLLM targets in seconds or more, such as 1s or 15s", scrape)
+	}
 	out.ScrapeInterval = d
 	if out.Timeout, err = parseTimeout(j.Timeout.RawMessage); err != nil {
 		return Settings{}, err
@@ -172,7 +176,7 @@ func LoadSettings(s backend.DataSourceInstanceSettings) (Settings, error) {
 		return Settings{}, fmt.Errorf("labelMatchers: %w", err)
 	}
 	if out.Thresholds, err = diagnosis.ParseThresholds(j.Thresholds.RawMessage); err != nil {
-		return Settings{}, fmt.Errorf("thresholds: %w", err)
+		return Settings{}, err // its every message names the thresholds setting
 	}
 	if out.SLOs, err = slo.Parse(j.SLOs.RawMessage); err != nil {
 		out.SLOsErr = err
