@@ -189,8 +189,8 @@ func LoadSettings(s backend.DataSourceInstanceSettings) (Settings, error) {
 	return out, nil
 }
 
-// DefaultTimeout is the backend call timeout when the settings have none: the SDK's default.
-var DefaultTimeout = httpclient.DefaultTimeoutOptions.Timeout
+// defaultTimeout is the backend call timeout when the settings have none: the SDK's default.
+var defaultTimeout = httpclient.DefaultTimeoutOptions.Timeout
 
 // parseTimeout reads jsonData.timeout. The SDK reads only the number form and leaves a string
 // such as "5" as no timeout at all, so a call could hang forever: both forms are read here.
@@ -198,7 +198,7 @@ var DefaultTimeout = httpclient.DefaultTimeoutOptions.Timeout
 func parseTimeout(raw json.RawMessage) (time.Duration, error) {
 	v := strings.TrimSpace(string(raw))
 	if v == "" || v == "null" || v == `""` {
-		return DefaultTimeout, nil
+		return defaultTimeout, nil
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
@@ -209,7 +209,7 @@ func parseTimeout(raw json.RawMessage) (time.Duration, error) {
 		return 0, fmt.Errorf("timeout %s is not a number of seconds between 0 and %d, such as 30", clipRaw(string(raw)), maxTimeoutSeconds)
 	}
 	if secs == 0 {
-		return DefaultTimeout, nil
+		return defaultTimeout, nil
 	}
 	return time.Duration(secs * float64(time.Second)), nil
 }

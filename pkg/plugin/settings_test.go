@@ -142,13 +142,13 @@ func TestTimeoutSetting(t *testing.T) {
 		name, jsonData string
 		want           time.Duration
 	}{
-		{"absent is the SDK's default", `{}`, DefaultTimeout},
-		{"null is the default", `{"timeout": null}`, DefaultTimeout},
-		{"0 is the default", `{"timeout": 0}`, DefaultTimeout},
+		{"absent is the SDK's default", `{}`, defaultTimeout},
+		{"null is the default", `{"timeout": null}`, defaultTimeout},
+		{"0 is the default", `{"timeout": 0}`, defaultTimeout},
 		{"a number of seconds", `{"timeout": 5}`, 5 * time.Second},
 		{"a fraction of seconds", `{"timeout": 0.5}`, 500 * time.Millisecond},
 		{"a string of seconds", `{"timeout": "7"}`, 7 * time.Second},
-		{"an empty string is the default", `{"timeout": ""}`, DefaultTimeout},
+		{"an empty string is the default", `{"timeout": ""}`, defaultTimeout},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := LoadSettings(backend.DataSourceInstanceSettings{URL: "http://prometheus:9090", JSONData: []byte(tc.jsonData)})
