@@ -21,8 +21,9 @@ type SignalInfo struct {
 // drawn beside the worst instances (Signals' topK).
 const MedianLabel = "fleet median"
 
-// Signals returns one time-series frame per signal and key, labelled with instance and
-// model_name, in the order the signals were asked for. With topK > 0 and more keys than that
+// Signals returns one time-series frame per signal and key, labelled with signal, instance and
+// model_name (the signal too, so that each series of a query has its own labels, as Grafana's
+// alerting needs), in the order the signals were asked for. With topK > 0 and more keys than that
 // holding a signal, the signal's frames are those of its topK worst keys (Set.Worst), worst
 // first, and then its median across every key, labelled instance MedianLabel. Notices go on
 // the first frame.
@@ -72,7 +73,9 @@ func signalFrame(g series.Grid, s *series.Series, si SignalInfo) *data.Frame {
 	for i, v := range s.Values {
 		times[i], values[i] = g.Time(i), optFloat(v)
 	}
-	value := data.NewField("value", KeyLabels(s.Key), values)
+	labels := KeyLabels(s.Key)
+	labels["signal"] = string(s.Signal)
+	value := data.NewField("value", labels, values)
 	value.Config = &data.FieldConfig{DisplayNameFromDS: displayName(si.Label, s.Key), Unit: si.Unit}
 	return data.NewFrame(string(s.Signal), data.NewField("time", nil, times), value)
 }

@@ -67,3 +67,28 @@ func TestSignalsMedianIsTheFleetsAtEachPoint(t *testing.T) {
 		t.Errorf("median %v, want 0.4 (of 0, 0.2, 0.4, 0.6, 0.8)", v)
 	}
 }
+
+func TestSignalsLabelsDifferPerSeries(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		topK int
+	}{
+		{"every series", 0},
+		{"the worst and the median", 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := Signals(fleetSignals(3), []series.Signal{series.KVUsage, series.PrefixCacheHitRate}, fleetInfo, "", nil, tt.topK)
+			seen := map[string]string{}
+			for _, f := range fs {
+				labels := f.Fields[1].Labels
+				if labels["signal"] != f.Name {
+					t.Errorf("frame %s: labels %v, want signal %q", f.Name, labels, f.Name)
+				}
+				if other, dup := seen[labels.String()]; dup {
+					t.Errorf("frames %s and %s both labelled %v", other, f.Name, labels)
+				}
+				seen[labels.String()] = f.Name
+			}
+		})
+	}
+}

@@ -96,10 +96,8 @@ func (p Diagnosis) Executed(fetched *signals.Plan) string {
 		rules = "rules " + strings.Join(p.Rules, ", ")
 	}
 	return fmt.Sprintf("Diagnosis of %s from %s to %s, evaluated every %s and reported every %s, after a lookback of %s for baselines and pending periods.\n%s",
-		rules, stamp(p.From), stamp(p.To), p.EvalStep, p.Step, p.Lookback, fetched)
+		rules, series.Stamp(p.From), series.Stamp(p.To), p.EvalStep, p.Step, p.Lookback, fetched)
 }
-
-func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // ttftObjectives are the TTFT objectives among the settings' objectives, as the diagnosis reads
 // them.

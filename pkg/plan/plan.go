@@ -28,14 +28,19 @@ type Scope struct {
 	Instance, Model string
 }
 
-// Step chooses the range-query step: Grafana's interval, but never finer than the scrape
-// interval (no new data in between) nor so fine that a series passes Prometheus's 11,000 points.
+// Step chooses the range-query step, in whole seconds and at least one: Grafana's interval
+// (rounded to the second), but never finer than the scrape interval (no new data in between)
+// nor so fine that a series passes Prometheus's 11,000 points (that bound is rounded up).
 func Step(s Settings, sc Scope) time.Duration {
-	step := max(sc.Interval, s.Metrics.Scrape)
-	if min := sc.To.Sub(sc.From) / signals.MaxPoints; step < min {
+	step := max(sc.Interval, s.Metrics.Scrape).Round(time.Second)
+	if min := ceilSecond(sc.To.Sub(sc.From) / signals.MaxPoints); step < min {
 		step = min
 	}
-	return step.Round(time.Second)
+	return max(step, time.Second)
+}
+
+func ceilSecond(d time.Duration) time.Duration {
+	return (d + time.Second - 1).Truncate(time.Second)
 }
 
 // appendMissing appends the signals of extra that list does not hold yet, in their order.

@@ -38,18 +38,25 @@ func promql(t *testing.T, req signals.Request) *signals.Plan {
 
 func TestStep(t *testing.T) {
 	cases := []struct {
-		name  string
-		scope plan.Scope
-		want  time.Duration
+		name   string
+		scrape time.Duration
+		scope  plan.Scope
+		want   time.Duration
 	}{
-		{"Grafana's interval", plan.Scope{From: t0, To: t0.Add(6 * time.Hour), Interval: time.Minute}, time.Minute},
-		{"never finer than the scrape interval", plan.Scope{From: t0, To: t0.Add(time.Hour), Interval: time.Second}, 15 * time.Second},
-		{"never past 11,000 points", plan.Scope{From: t0, To: t0.Add(30 * 24 * time.Hour), Interval: 15 * time.Second}, 236 * time.Second},
-		{"rounded to the second", plan.Scope{From: t0, To: t0.Add(time.Hour), Interval: 20*time.Second + 400*time.Millisecond}, 20 * time.Second},
+		{"Grafana's interval", 15 * time.Second, plan.Scope{From: t0, To: t0.Add(6 * time.Hour), Interval: time.Minute}, time.Minute},
+		{"never finer than the scrape interval", 15 * time.Second, plan.Scope{From: t0, To: t0.Add(time.Hour), Interval: time.Second}, 15 * time.Second},
+		{"never past 11,000 points", 15 * time.Second, plan.Scope{From: t0, To: t0.Add(30 * 24 * time.Hour), Interval: 15 * time.Second}, 236 * time.Second},
+		{"the points' bound rounded up", 15 * time.Second, plan.Scope{From: t0, To: t0.Add(170000 * time.Second), Interval: 15 * time.Second}, 16 * time.Second},
+		{"rounded to the second", 15 * time.Second, plan.Scope{From: t0, To: t0.Add(time.Hour), Interval: 20*time.Second + 400*time.Millisecond}, 20 * time.Second},
+		// The plugin's settings refuse a scrape interval under a second; a plan built from
+		// others still steps by whole seconds.
+		{"never under a second", 200 * time.Millisecond, plan.Scope{From: t0, To: t0.Add(time.Hour), Interval: 200 * time.Millisecond}, time.Second},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := plan.Step(settings, c.scope); got != c.want {
+			s := settings
+			s.Metrics.Scrape = c.scrape
+			if got := plan.Step(s, c.scope); got != c.want {
 				t.Errorf("step %s, want %s", got, c.want)
 			}
 		})

@@ -119,7 +119,7 @@ func objectiveNames(os []slo.Objective) string {
 // Executed is the plan as fetched, for the frames' executedQueryString.
 func (p SLO) Executed(recent, budget *signals.Plan) string {
 	return fmt.Sprintf("Objectives from %s to %s, read every %s (and every %s over their window for the budget).\n%s\n%s",
-		stamp(p.From), stamp(p.To), p.Recent.Step, p.Budget.Step, recent, budget)
+		series.Stamp(p.From), series.Stamp(p.To), p.Recent.Step, p.Budget.Step, recent, budget)
 }
 
 // Goodput is the request of the goodput format: the objectives' events over the range, with the

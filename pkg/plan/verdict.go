@@ -82,5 +82,5 @@ func (p Verdict) WithRule(rule string) (Verdict, error) {
 // Executed is the plan as fetched, for the frames' executedQueryString.
 func (p Verdict) Executed(baseline, current *signals.Plan) string {
 	return fmt.Sprintf("Baseline window %s to %s:\n%s\nCurrent window %s to %s:\n%s",
-		stamp(p.Baseline.From), stamp(p.Baseline.To), baseline, stamp(p.Current.From), stamp(p.Current.To), current)
+		series.Stamp(p.Baseline.From), series.Stamp(p.Baseline.To), baseline, series.Stamp(p.Current.From), series.Stamp(p.Current.To), current)
 }

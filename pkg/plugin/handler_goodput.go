@@ -49,7 +49,7 @@ func goodput(ctx context.Context, d *Datasource, p plan.SLO) backend.DataRespons
 	}
 	set := res[0].Set
 	rows, leftOut := slo.Goodputs(p.Objectives, set, p.From)
-	executed := fmt.Sprintf("Goodput from %s to %s.\n%s", p.From.UTC().Format(time.RFC3339), p.To.UTC().Format(time.RFC3339), res[0].Plan)
+	executed := fmt.Sprintf("Goodput from %s to %s.\n%s", series.Stamp(p.From), series.Stamp(p.To), res[0].Plan)
 	notices := append([]string(nil), res[0].Notices...)
 	switch {
 	case d.traces == nil:

@@ -19,7 +19,9 @@ func (d *Datasource) CheckHealth(ctx context.Context, _ *backend.CheckHealthRequ
 	if d.settingsErr != nil {
 		return &backend.CheckHealthResult{Status: backend.HealthStatusError, Message: "Settings: " + d.settingsErr.Error()}, nil
 	}
-	det, err := d.prom.Detect(ctx)
+	// Over everything Prometheus holds: vLLM data older than the check window is said to be
+	// old below, not missing.
+	det, err := d.prom.Detect(ctx, time.Time{}, time.Time{})
 	if err != nil {
 		return &backend.CheckHealthResult{Status: backend.HealthStatusError,
 			Message: fmt.Sprintf("Prometheus at %s: %v. Check the URL, the network path from Grafana, and the auth settings.", redacted(d.settings.PrometheusURL), err)}, nil

@@ -22,9 +22,13 @@ func (d *Datasource) routes() *http.ServeMux {
 		writeJSON(w, http.StatusOK, signals.Catalog)
 	})
 	mux.HandleFunc("GET /rules", func(w http.ResponseWriter, _ *http.Request) {
+		// The thresholds in force are those of valid settings: with invalid ones, no query runs.
+		if d.settingsFailed(w) {
+			return
+		}
 		catalog, err := diagnosis.Catalog(d.settings.Thresholds)
 		if err != nil {
-			writeError(w, http.StatusBadRequest, "thresholds: "+err.Error())
+			writeError(w, http.StatusBadRequest, err.Error())
 			return
 		}
 		writeJSON(w, http.StatusOK, catalog)
@@ -32,13 +36,21 @@ func (d *Datasource) routes() *http.ServeMux {
 	return mux
 }
 
+// settingsFailed answers a resource call with the settings' error, if they have one.
+func (d *Datasource) settingsFailed(w http.ResponseWriter) bool {
+	if d.settingsErr == nil {
+		return false
+	}
+	writeError(w, http.StatusBadRequest, "data source settings: "+d.settingsErr.Error())
+	return true
+}
+
 // listing serves a template variable's (or an editor picker's) values: the label values of
 // kind, filtered by the filter parameter; from and to (unix milliseconds, as Grafana's
 // variable queries send them) bound the search, else the last 24 hours (plan.NewVariables).
 func (d *Datasource) listing(kind, filter string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if d.settingsErr != nil {
-			writeError(w, http.StatusBadRequest, "data source settings: "+d.settingsErr.Error())
+		if d.settingsFailed(w) {
 			return
 		}
 		params := r.URL.Query()

@@ -164,6 +164,10 @@ func LoadSettings(s backend.DataSourceInstanceSettings) (Settings, error) {
 	if err != nil || d <= 0 {
 		return Settings{}, fmt.Errorf("scrapeInterval %q is not a positive duration such as 15s or 1m", scrape)
 	}
+	// Steps are whole seconds (plan.Step): a finer scrape interval would make them zero.
+	if d < time.Second {
+		return Settings{}, fmt.Errorf("scrapeInterval %q is under 1s: write the Prometheus scrape interval of the vLLM targets in seconds or more, such as 1s or 15s", scrape)
+	}
 	out.ScrapeInterval = d
 	if out.Timeout, err = parseTimeout(j.Timeout.RawMessage); err != nil {
 		return Settings{}, err
@@ -172,7 +176,7 @@ func LoadSettings(s backend.DataSourceInstanceSettings) (Settings, error) {
 		return Settings{}, fmt.Errorf("labelMatchers: %w", err)
 	}
 	if out.Thresholds, err = diagnosis.ParseThresholds(j.Thresholds.RawMessage); err != nil {
-		return Settings{}, fmt.Errorf("thresholds: %w", err)
+		return Settings{}, err // its every message names the thresholds setting
 	}
 	if out.SLOs, err = slo.Parse(j.SLOs.RawMessage); err != nil {
 		out.SLOsErr = err
@@ -185,8 +189,8 @@ func LoadSettings(s backend.DataSourceInstanceSettings) (Settings, error) {
 	return out, nil
 }
 
-// DefaultTimeout is the backend call timeout when the settings have none: the SDK's default.
-var DefaultTimeout = httpclient.DefaultTimeoutOptions.Timeout
+// defaultTimeout is the backend call timeout when the settings have none: the SDK's default.
+var defaultTimeout = httpclient.DefaultTimeoutOptions.Timeout
 
 // parseTimeout reads jsonData.timeout. The SDK reads only the number form and leaves a string
 // such as "5" as no timeout at all, so a call could hang forever: both forms are read here.
@@ -194,7 +198,7 @@ var DefaultTimeout = httpclient.DefaultTimeoutOptions.Timeout
 func parseTimeout(raw json.RawMessage) (time.Duration, error) {
 	v := strings.TrimSpace(string(raw))
 	if v == "" || v == "null" || v == `""` {
-		return DefaultTimeout, nil
+		return defaultTimeout, nil
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
@@ -205,7 +209,7 @@ func parseTimeout(raw json.RawMessage) (time.Duration, error) {
 		return 0, fmt.Errorf("timeout %s is not a number of seconds between 0 and %d, such as 30", clipRaw(string(raw)), maxTimeoutSeconds)
 	}
 	if secs == 0 {
-		return DefaultTimeout, nil
+		return defaultTimeout, nil
 	}
 	return time.Duration(secs * float64(time.Second)), nil
 }

@@ -76,6 +76,7 @@ func TestLoadSettingsNamesTheInvalidSetting(t *testing.T) {
 		{"traces URL not http", prom, `{"tracesBackend": "jaeger", "tracesUrl": "jaeger:16686"}`, []string{"tracesUrl", "http or https"}},
 		{"scrape interval not a duration", prom, `{"scrapeInterval": "15"}`, []string{"scrapeInterval", `"15"`, "such as 15s"}},
 		{"scrape interval not positive", prom, `{"scrapeInterval": "-15s"}`, []string{"scrapeInterval", "positive"}},
+		{"scrape interval under a second", prom, `{"scrapeInterval": "400ms"}`, []string{"scrapeInterval", `"400ms"`, "under 1s", "such as 1s or 15s"}},
 		{"label matchers not PromQL", prom, `{"labelMatchers": "{job=}"}`, []string{"labelMatchers", "{job=}"}},
 		{"label matchers that choose a metric", prom, `{"labelMatchers": "{__name__=\"up\"}"}`, []string{"labelMatchers", "metric name"}},
 		{"instance label not a label name", prom, `{"instanceLabel": "pod-name"}`, []string{"instanceLabel", `"pod-name"`}},
@@ -84,6 +85,7 @@ func TestLoadSettingsNamesTheInvalidSetting(t *testing.T) {
 		{"timeout negative", prom, `{"timeout": -5}`, []string{"timeout", "-5"}},
 		{"timeout of years", prom, `{"timeout": 1e12}`, []string{"timeout", "between 0 and 86400"}},
 		{"thresholds of an unknown rule", prom, `{"thresholds": {"no_such_rule": {"x": 1}}}`, []string{"thresholds", "no_such_rule"}},
+		{"threshold out of range, named once", prom, `{"thresholds": {"kv_cache_saturated": {"kv_usage": 7}}}`, []string{"thresholds", "thresholds.kv_cache_saturated.kv_usage: "}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := LoadSettings(backend.DataSourceInstanceSettings{URL: c.url, JSONData: []byte(c.jsonData)})
@@ -94,6 +96,9 @@ func TestLoadSettingsNamesTheInvalidSetting(t *testing.T) {
 				if !strings.Contains(err.Error(), s) {
 					t.Errorf("error %q does not say %q", err, s)
 				}
+			}
+			if n := strings.Count(err.Error(), c.says[0]); n > 1 {
+				t.Errorf("error %q names %q %d times", err, c.says[0], n)
 			}
 		})
 	}
@@ -137,13 +142,13 @@ func TestTimeoutSetting(t *testing.T) {
 		name, jsonData string
 		want           time.Duration
 	}{
-		{"absent is the SDK's default", `{}`, DefaultTimeout},
-		{"null is the default", `{"timeout": null}`, DefaultTimeout},
-		{"0 is the default", `{"timeout": 0}`, DefaultTimeout},
+		{"absent is the SDK's default", `{}`, defaultTimeout},
+		{"null is the default", `{"timeout": null}`, defaultTimeout},
+		{"0 is the default", `{"timeout": 0}`, defaultTimeout},
 		{"a number of seconds", `{"timeout": 5}`, 5 * time.Second},
 		{"a fraction of seconds", `{"timeout": 0.5}`, 500 * time.Millisecond},
 		{"a string of seconds", `{"timeout": "7"}`, 7 * time.Second},
-		{"an empty string is the default", `{"timeout": ""}`, DefaultTimeout},
+		{"an empty string is the default", `{"timeout": ""}`, defaultTimeout},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := LoadSettings(backend.DataSourceInstanceSettings{URL: "http://prometheus:9090", JSONData: []byte(tc.jsonData)})

@@ -114,3 +114,21 @@ func TestHistogramAboveAndTop(t *testing.T) {
 		t.Errorf("a step without samples: above %g, want NaN", got)
 	}
 }
+
+func TestStampWritesRFC3339InUTC(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		t    time.Time
+		want string
+	}{
+		{"a UTC time", time.Date(2026, 8, 8, 10, 0, 0, 0, time.UTC), "2026-08-08T10:00:00Z"},
+		{"another zone's time, in UTC", time.Date(2026, 8, 8, 12, 0, 0, 0, time.FixedZone("CEST", 2*3600)), "2026-08-08T10:00:00Z"},
+		{"without its fraction of a second", time.Date(2026, 8, 8, 10, 0, 0, 400e6, time.UTC), "2026-08-08T10:00:00Z"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := Stamp(c.t); got != c.want {
+				t.Errorf("Stamp(%s) = %s, want %s", c.t, got, c.want)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package series
 import (
 	"fmt"
 	"math"
+	"time"
 )
 
 // MinRequests is the fewest requests a window needs for a quantile or a per-request statistic
@@ -23,6 +24,9 @@ func Format(format string, v float64) string {
 	}
 	return fmt.Sprintf(format, v)
 }
+
+// Stamp is how every text writes a time: RFC 3339, in UTC.
+func Stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // NaNs returns n NaN values: a series' steps before any sample is placed.
 func NaNs(n int) []float64 {

@@ -21,8 +21,14 @@ import (
 )
 
 // DetectionTTL is how long a detected generation is trusted: a fleet being upgraded changes
-// its metric names within minutes, not seconds.
+// its metric names within minutes, not seconds. A detection reads the names of the range its
+// queries read (Client.Detect), so the names of a past deployment do not stay detected in a
+// range after it.
 const DetectionTTL = 5 * time.Minute
+
+// lookbackDelta is how far before a step Prometheus looks for a gauge's last sample (its
+// default lookback delta): a range's first steps read names from that far before it.
+const lookbackDelta = 5 * time.Minute
 
 // maxParallel bounds the range queries of one request in flight at once.
 const maxParallel = 6
@@ -37,9 +43,32 @@ type Client struct {
 	scrape time.Duration
 	base   []*labels.Matcher // the data source's extra matchers
 
-	mu         sync.Mutex
-	detection  vllm.Detection
-	detectedAt time.Time
+	mu       sync.Mutex
+	detected detected
+}
+
+// detected is a detection and the window it read: from and to, zero when unbounded.
+type detected struct {
+	det      vllm.Detection
+	from, to time.Time
+	at       time.Time
+}
+
+// covers reports whether a detection made at e.at answers for the window from … to at now:
+// younger than DetectionTTL and over that window. A detection whose window reached the last
+// DetectionTTL before it stands for the names up to DetectionTTL after it too.
+func (e detected) covers(from, to, now time.Time) bool {
+	if e.at.IsZero() || now.Sub(e.at) >= DetectionTTL {
+		return false
+	}
+	if !e.from.IsZero() && (from.IsZero() || from.Before(e.from)) {
+		return false
+	}
+	end := e.to
+	if e.to.IsZero() || !e.to.Before(e.at.Add(-DetectionTTL)) {
+		end = e.at.Add(DetectionTTL)
+	}
+	return !to.IsZero() && !to.After(end)
 }
 
 // NewClient returns a client for a Prometheus HTTP API.
@@ -85,19 +114,20 @@ func (c *Client) Config() Config {
 	return Config{Labels: c.labels, Scrape: c.scrape, Matchers: c.base}
 }
 
-// Detect returns which vLLM vocabulary the Prometheus holds, re-checking it after DetectionTTL.
-func (c *Client) Detect(ctx context.Context) (vllm.Detection, error) {
+// Detect returns which vLLM vocabulary the Prometheus holds between from and to (zero: without
+// that bound), re-checking it after DetectionTTL. A window without vLLM names is read again
+// without bounds: its queries answer no series, not that Prometheus holds no vLLM metrics.
+func (c *Client) Detect(ctx context.Context, from, to time.Time) (vllm.Detection, error) {
+	now := time.Now()
 	c.mu.Lock()
-	if !c.detectedAt.IsZero() && time.Since(c.detectedAt) < DetectionTTL {
-		d := c.detection
-		c.mu.Unlock()
-		return d, nil
-	}
+	last := c.detected
 	c.mu.Unlock()
-
+	if last.covers(from, to, now) {
+		return last.det, nil
+	}
 	vllmNames := labels.MustNewMatcher(labels.MatchRegexp, model.MetricNameLabel, "vllm:.+")
 	match := (&parser.VectorSelector{LabelMatchers: append([]*labels.Matcher{vllmNames}, c.base...)}).String()
-	names, _, _, err := c.api.LabelValues(ctx, model.MetricNameLabel, []string{match}, time.Time{}, time.Time{})
+	names, _, _, err := c.api.LabelValues(ctx, model.MetricNameLabel, []string{match}, from, to)
 	if err != nil {
 		return vllm.Detection{}, downstream("listing metric names", err)
 	}
@@ -106,10 +136,28 @@ func (c *Client) Detect(ctx context.Context) (vllm.Detection, error) {
 		list[i] = string(n)
 	}
 	d := vllm.Detect(list)
+	if d.Generation == vllm.GenerationNone && !(from.IsZero() && to.IsZero()) {
+		return c.Detect(ctx, time.Time{}, time.Time{})
+	}
 	c.mu.Lock()
-	c.detection, c.detectedAt = d, time.Now()
+	c.detected = detected{det: d, from: from, to: to, at: time.Now()}
 	c.mu.Unlock()
 	return d, nil
+}
+
+// detectionWindow is the window that requests read: from the earliest start, less its rate
+// window or Prometheus's lookback if longer, to the latest end.
+func (c *Client) detectionWindow(reqs []Request) (from, to time.Time) {
+	for i, r := range reqs {
+		start := r.Start.Add(-max(Window(c.scrape, r.Step), lookbackDelta))
+		if i == 0 || start.Before(from) {
+			from = start
+		}
+		if i == 0 || r.End.After(to) {
+			to = r.End
+		}
+	}
+	return from, to
 }
 
 // Fetch plans a request for the vocabulary this Prometheus holds and runs the plan.
@@ -129,7 +177,8 @@ func (c *Client) FetchAll(ctx context.Context, reqs ...Request) ([]*Result, erro
 			return nil, err
 		}
 	}
-	det, err := c.Detect(ctx)
+	from, to := c.detectionWindow(reqs)
+	det, err := c.Detect(ctx, from, to)
 	if err != nil {
 		return nil, err
 	}

@@ -140,7 +140,7 @@ func TestRealCapturesAreRecognisedWithTheirSignals(t *testing.T) {
 			client := signals.NewClient(api, signals.DefaultLabels, 15*time.Second, matchers)
 			ctx := context.Background()
 
-			det, err := client.Detect(ctx)
+			det, err := client.Detect(ctx, times[0], end)
 			require.NoError(t, err)
 			assert.Equal(t, c.generation, det.Generation)
 
@@ -181,6 +181,37 @@ func TestRealCapturesAreRecognisedWithTheirSignals(t *testing.T) {
 			want, err := os.ReadFile(listing)
 			require.NoError(t, err)
 			assert.Equal(t, string(want), resolution(full, key), "what %s resolves to differs from %s (diff above)", c.file, listing)
+		})
+	}
+}
+
+// TestDetectionReadsTheQueriedRange: a Prometheus holds the V0 engine's names six hours ago and
+// V1's now, as after an upgrade; a query reads the names of its own range.
+func TestDetectionReadsTheQueriedRange(t *testing.T) {
+	now := time.Now().Add(-time.Minute).Truncate(15 * time.Second)
+	at := func(end time.Time) []time.Time {
+		var times []time.Time
+		for i := 12; i >= 0; i-- {
+			times = append(times, end.Add(-time.Duration(i)*15*time.Second))
+		}
+		return times
+	}
+	before, after := at(now.Add(-6*time.Hour)), at(now)
+	api := backfilled(t, toOpenMetrics(t, captures[0].file, before), toOpenMetrics(t, captures[2].file, after))
+	for _, c := range []struct {
+		name     string
+		from, to time.Time
+		want     vllm.Generation
+	}{
+		{"a range before the upgrade reads the old names", before[0], before[len(before)-1], vllm.GenerationV0},
+		{"a range after the upgrade reads the new names", after[0], after[len(after)-1], vllm.GenerationV1},
+		{"a range without vLLM data reads every name Prometheus holds", before[0].Add(-48 * time.Hour), before[0].Add(-47 * time.Hour), vllm.GenerationMix},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			client := signals.NewClient(api, signals.DefaultLabels, 15*time.Second, nil)
+			res, err := client.Fetch(context.Background(), signals.Request{Signals: []series.Signal{series.KVUsage}, Start: c.from, End: c.to, Step: 15 * time.Second})
+			require.NoError(t, err)
+			assert.Equal(t, c.want, res.Generation)
 		})
 	}
 }

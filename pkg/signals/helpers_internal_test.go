@@ -175,3 +175,31 @@ func TestSpansCoverTheGridOnceWithinPrometheusesLimit(t *testing.T) {
 		})
 	}
 }
+
+func TestDetectionCovers(t *testing.T) {
+	at := time.Date(2026, 8, 8, 12, 0, 0, 0, time.UTC)
+	live := detected{from: at.Add(-time.Hour), to: at, at: at}
+	past := detected{from: at.Add(-48 * time.Hour), to: at.Add(-47 * time.Hour), at: at}
+	all := detected{at: at}
+	for _, c := range []struct {
+		name          string
+		e             detected
+		from, to, now time.Time
+		want          bool
+	}{
+		{"a young detection answers for its window", live, live.from, live.to, at.Add(time.Minute), true},
+		{"an old one does not", live, live.from, live.to, at.Add(DetectionTTL), false},
+		{"nor for a window starting before its own", live, live.from.Add(-time.Second), live.to, at, false},
+		{"nor for a window without a start", live, time.Time{}, live.to, at, false},
+		{"a window reaching its time answers until DetectionTTL after it", live, live.from, at.Add(4 * time.Minute), at.Add(4 * time.Minute), true},
+		{"a past window answers for no later end", past, past.from, past.to.Add(time.Second), at, false},
+		{"an unbounded one answers for any window", all, time.Time{}, at.Add(time.Minute), at.Add(time.Minute), true},
+		{"no detection answers for nothing", detected{}, live.from, live.to, at, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := c.e.covers(c.from, c.to, c.now); got != c.want {
+				t.Errorf("covers(%s, %s) at %s = %v, want %v", c.from, c.to, c.now, got, c.want)
+			}
+		})
+	}
+}

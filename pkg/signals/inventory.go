@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/seed/vllm-datasource/pkg/series"
 	"github.com/seed/vllm-datasource/pkg/vllm"
 )
 
@@ -30,7 +31,7 @@ func NewLabelQuery(cfg Config, label string, f Filter, start, end time.Time) (La
 
 // String is the lookup as a frame's or a log's executed query.
 func (q LabelQuery) String() string {
-	return fmt.Sprintf("Prometheus label values of %s on %s, %s to %s", q.Label, q.Selector, stamp(q.Start), stamp(q.End))
+	return fmt.Sprintf("Prometheus label values of %s on %s, %s to %s", q.Label, q.Selector, series.Stamp(q.Start), series.Stamp(q.End))
 }
 
 // Instances lists the vLLM instances Prometheus knows, optionally only those serving models

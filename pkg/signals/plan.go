@@ -157,7 +157,7 @@ func (p *Plan) String() string {
 	if len(p.Exprs) > 0 {
 		parts := make([]string, len(p.Ranges))
 		for i, r := range p.Ranges {
-			parts[i] = fmt.Sprintf("%s to %s every %s", stamp(r.Start), stamp(r.End), r.Step)
+			parts[i] = fmt.Sprintf("%s to %s every %s", series.Stamp(r.Start), series.Stamp(r.End), r.Step)
 			if r.holdSteps > 1 {
 				parts[i] += " (the lookback, each point held " + fmt.Sprint(r.holdSteps) + " steps)"
 			}
@@ -168,9 +168,7 @@ func (p *Plan) String() string {
 		if b.Len() > 0 {
 			b.WriteByte('\n')
 		}
-		fmt.Fprintf(&b, "Prometheus instant query at %s:\n%s", stamp(q.At), q.Expr)
+		fmt.Fprintf(&b, "Prometheus instant query at %s:\n%s", series.Stamp(q.At), q.Expr)
 	}
 	return b.String()
 }
-
-func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend/gtime"
+
+	"github.com/seed/vllm-datasource/pkg/series"
 )
 
 // Touch is how far a baseline may reach into the current window and still count as ending
@@ -26,11 +28,11 @@ func Before(current Window) Window {
 func CheckBaseline(b, current Window) (Window, error) {
 	switch {
 	case !b.To.After(b.From):
-		return Window{}, fmt.Errorf("the baseline ends (%s) before it starts (%s): baselineTo must be after baselineFrom", stamp(b.To), stamp(b.From))
+		return Window{}, fmt.Errorf("the baseline ends (%s) before it starts (%s): baselineTo must be after baselineFrom", series.Stamp(b.To), series.Stamp(b.From))
 	case !b.From.Before(current.From):
-		return Window{}, fmt.Errorf("the baseline (%s to %s) is not before the query's time range (%s to %s): choose a baseline that ends before the range starts", stamp(b.From), stamp(b.To), stamp(current.From), stamp(current.To))
+		return Window{}, fmt.Errorf("the baseline (%s to %s) is not before the query's time range (%s to %s): choose a baseline that ends before the range starts", series.Stamp(b.From), series.Stamp(b.To), series.Stamp(current.From), series.Stamp(current.To))
 	case b.To.After(current.From.Add(Touch)):
-		return Window{}, fmt.Errorf("the baseline (%s to %s) overlaps the query's time range (%s to %s): end it at or before %s", stamp(b.From), stamp(b.To), stamp(current.From), stamp(current.To), stamp(current.From))
+		return Window{}, fmt.Errorf("the baseline (%s to %s) overlaps the query's time range (%s to %s): end it at or before %s", series.Stamp(b.From), series.Stamp(b.To), series.Stamp(current.From), series.Stamp(current.To), series.Stamp(current.From))
 	case b.To.After(current.From):
 		b.To = current.From
 	}
@@ -68,5 +70,3 @@ func ParseBaseline(from, to string, current Window, now time.Time) (Window, erro
 	}
 	return CheckBaseline(b, current)
 }
-
-func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
