@@ -251,10 +251,10 @@ func capWindows(windows [][2]time.Time, perWindow [][]traces.Query, before int) 
 	}
 	if i := whole + 1; i < len(perWindow) && len(kept[i]) < len(perWindow[i]) {
 		all, left := searchedInstances(perWindow[i]), searchedInstances(perWindow[i][len(kept[i]):])
-		parts = append(parts, fmt.Sprintf("from %s to %s, %d of the %d instance(s) (%s)", stamp(windows[i][0]), stamp(windows[i][1]),
+		parts = append(parts, fmt.Sprintf("from %s to %s, the searches of %d of the %d instance(s) (%s)", stamp(windows[i][0]), stamp(windows[i][1]),
 			len(left), len(all), nameSome(left)))
 	}
-	return kept, fmt.Sprintf("This query needs %d trace searches and at most %d are sent (the findings' intervals and the slowest requests first, then the sub-windows from the newest). Not searched: %s. Their requests are missing: narrow the instance filter or the time range.",
+	return kept, fmt.Sprintf("This query needs %d trace searches and at most %d are sent (the findings' intervals and the slowest requests first, then the sub-windows from the newest). Not searched: %s. The requests only those searches would have found are missing: narrow the instance filter or the time range.",
 		total, MaxSearches, strings.Join(parts, "; "))
 }
 

@@ -337,7 +337,7 @@ func TestRequestsSearchesCap(t *testing.T) {
 			perWindow: []int{0, 8, 20, 20, 20, 20, 20, 20},
 			notice: []string{"needs 160 trace searches and at most 128 are sent",
 				"the range from 2026-12-01T10:00:00Z to 2026-12-01T10:30:00Z (30m0s of 4h0m0s)",
-				"from 2026-12-01T10:30:00Z to 2026-12-01T11:00:00Z, 12 of the 20 instance(s) (vllm-08:8000, vllm-09:8000, vllm-10:8000 and 9 more)",
+				"from 2026-12-01T10:30:00Z to 2026-12-01T11:00:00Z, the searches of 12 of the 20 instance(s) (vllm-08:8000, vllm-09:8000, vllm-10:8000 and 9 more)",
 				"narrow the instance filter or the time range."},
 		},
 		{
@@ -346,7 +346,7 @@ func TestRequestsSearchesCap(t *testing.T) {
 			findings:  []diagnosis.Finding{finding("vllm-00:8000"), finding("vllm-01:8000"), finding("vllm-02:8000")},
 			perWindow: []int{0, 5, 20, 20, 20, 20, 20, 20},
 			notice: []string{"needs 163 trace searches",
-				"from 2026-12-01T10:30:00Z to 2026-12-01T11:00:00Z, 15 of the 20 instance(s)"},
+				"from 2026-12-01T10:30:00Z to 2026-12-01T11:00:00Z, the searches of 15 of the 20 instance(s)"},
 		},
 		{
 			name:      "the fleet without a filter: one search per sub-window, nothing left out",
