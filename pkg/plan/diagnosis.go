@@ -38,8 +38,9 @@ type Diagnosis struct {
 }
 
 // NewDiagnosis plans the evaluation of rules (empty: all) over a query's scope, fetching extra
-// signals beside theirs for the caller. The request join's signals are always fetched, so that
-// the diagnosis and requests queries of one refresh share one evaluation.
+// signals beside theirs for the caller. The request join's signals are always fetched too. That
+// does not let a requests query share a diagnosis query's evaluation: its plan reads past the
+// range and keeps two histogram families whole (NewRequests), so their evaluations differ.
 func NewDiagnosis(s Settings, sc Scope, rules []string, extra []series.Signal) (Diagnosis, error) {
 	step := Step(s, sc)
 	if sc.To.Sub(sc.From) < step {

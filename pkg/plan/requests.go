@@ -30,6 +30,10 @@ const (
 	// RequestTail is how far past the range the metrics are read, for the requests that start
 	// in the range and finish after it.
 	RequestTail = 5 * time.Minute
+	// MaxSearches bounds all the searches of one query: each is a call to the trace backend.
+	// The findings' (MaxFindingSearches) and the slowest requests' (MaxSlowestSearches) fit
+	// within it; the sub-windows' searches get the rest, the newest windows first.
+	MaxSearches = 128
 )
 
 // RequestFilters are a requests query's own fields that its searches read.
@@ -135,7 +139,9 @@ func (s Searches) Filter(reqs []traces.Request) []traces.Request {
 // of the range is searched for each instance (or once for the fleet, without filters), and,
 // for an instance with a threshold but no TTFT histogram, once more for its requests above the
 // threshold. With AnomalousOnly the plain sub-window searches are left out: the findings'
-// intervals and the slowest requests point at what stands out.
+// intervals and the slowest requests point at what stands out. At most MaxSearches are written:
+// the sub-windows' searches past it are left out, the oldest first, and a notice says which
+// part of the range and which instances were not searched.
 func (r Requests) Searches(m RequestMetrics) Searches {
 	from, to, query := r.From, r.To, r.Filters
 	p := Searches{instance: r.Instance, model: r.Model}
@@ -185,29 +191,93 @@ func (r Requests) Searches(m RequestMetrics) Searches {
 		}
 	}
 	n := int(math.Ceil(float64(to.Sub(from)) / float64(SearchWindow)))
-	for _, w := range traces.Windows(from, to, min(max(n, 1), MaxWindows)) {
+	windows := traces.Windows(from, to, min(max(n, 1), MaxWindows))
+	perWindow := make([][]traces.Query, len(windows))
+	for i, w := range windows {
 		base := traces.Query{From: w[0], To: w[1], MinTTFT: query.MinTTFT, Limit: query.Limit}
-		if !query.AnomalousOnly || len(thresholds) == 0 {
-			if instances == nil {
-				p.Queries = append(p.Queries, base)
-			}
-			for _, inst := range instances {
+		plain := !query.AnomalousOnly || len(thresholds) == 0
+		if plain && instances == nil {
+			perWindow[i] = append(perWindow[i], base)
+		}
+		// An instance's searches stay together, so that the cap leaves out whole instances.
+		for _, inst := range slow {
+			if plain && instances != nil {
 				sq := base
 				sq.Instances = []string{inst}
-				p.Queries = append(p.Queries, sq)
+				perWindow[i] = append(perWindow[i], sq)
 			}
-		}
-		for _, inst := range slow {
-			th, ok := thresholds[inst]
-			if !ok || covered[inst] {
-				continue
+			if th, ok := thresholds[inst]; ok && !covered[inst] {
+				sq := base
+				sq.Instances, sq.MinTTFT = []string{inst}, math.Max(query.MinTTFT, th)
+				perWindow[i] = append(perWindow[i], sq)
 			}
-			sq := base
-			sq.Instances, sq.MinTTFT = []string{inst}, math.Max(query.MinTTFT, th)
-			p.Queries = append(p.Queries, sq)
 		}
 	}
+	kept, notice := capWindows(windows, perWindow, len(p.Queries))
+	p.Queries = append(p.Queries, slices.Concat(kept...)...)
+	if notice != "" {
+		p.Notices = append(p.Notices, notice)
+	}
 	return p
+}
+
+// capWindows keeps, of the sub-windows' searches (perWindow, one list per window of windows),
+// as many as MaxSearches leaves after the before searches already planned, the newest windows
+// first, and says what the rest would have searched ("" when every search is kept).
+func capWindows(windows [][2]time.Time, perWindow [][]traces.Query, before int) ([][]traces.Query, string) {
+	budget := max(MaxSearches-before, 0)
+	total := before
+	kept := make([][]traces.Query, len(perWindow))
+	for i := len(perWindow) - 1; i >= 0; i-- {
+		total += len(perWindow[i])
+		n := min(len(perWindow[i]), budget)
+		kept[i], budget = perWindow[i][:n], budget-n
+	}
+	if total <= MaxSearches {
+		return kept, ""
+	}
+	// Cut from the newest window down: the windows left out whole are the oldest, and at most
+	// one window, the newest of those cut, keeps part of its searches.
+	var parts []string
+	whole := -1
+	for i := range perWindow {
+		if len(kept[i]) == 0 && len(perWindow[i]) > 0 {
+			whole = i
+		}
+	}
+	if whole >= 0 {
+		parts = append(parts, fmt.Sprintf("the range from %s to %s (%s of %s)", stamp(windows[0][0]), stamp(windows[whole][1]),
+			windows[whole][1].Sub(windows[0][0]), windows[len(windows)-1][1].Sub(windows[0][0])))
+	}
+	if i := whole + 1; i < len(perWindow) && len(kept[i]) < len(perWindow[i]) {
+		all, left := searchedInstances(perWindow[i]), searchedInstances(perWindow[i][len(kept[i]):])
+		parts = append(parts, fmt.Sprintf("from %s to %s, the searches of %d of the %d instance(s) (%s)", stamp(windows[i][0]), stamp(windows[i][1]),
+			len(left), len(all), nameSome(left)))
+	}
+	return kept, fmt.Sprintf("This query needs %d trace searches and at most %d are sent (the findings' intervals and the slowest requests first, then the sub-windows from the newest). Not searched: %s. The requests only those searches would have found are missing: narrow the instance filter or the time range.",
+		total, MaxSearches, strings.Join(parts, "; "))
+}
+
+// nameSome lists names, the first few when they are many.
+func nameSome(names []string) string {
+	const few = 3
+	if len(names) <= few+1 {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:few], ", "), len(names)-few)
+}
+
+// searchedInstances are the instances that searches name, in their order, each once.
+func searchedInstances(qs []traces.Query) []string {
+	var out []string
+	for _, q := range qs {
+		for _, in := range q.Instances {
+			if !slices.Contains(out, in) {
+				out = append(out, in)
+			}
+		}
+	}
+	return out
 }
 
 // Executed is the requests plan as fetched, for the frames' executedQueryString: the metrics'

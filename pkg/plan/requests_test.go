@@ -55,8 +55,8 @@ func TestPlanSearches(t *testing.T) {
 			findings: []diagnosis.Finding{finding("vllm-03:8000", diagnosis.Critical, 10, 20), finding("vllm-02:8000", diagnosis.Warning, 40, 45)},
 			want: []string{
 				"vllm-02:8000 [40,45]",
-				"vllm-01:8000 [0,30]", "vllm-02:8000 [0,30]", "vllm-01:8000 [0,30] ≥0.3", "vllm-02:8000 [0,30] ≥0.6",
-				"vllm-01:8000 [30,60]", "vllm-02:8000 [30,60]", "vllm-01:8000 [30,60] ≥0.3", "vllm-02:8000 [30,60] ≥0.6",
+				"vllm-01:8000 [0,30]", "vllm-01:8000 [0,30] ≥0.3", "vllm-02:8000 [0,30]", "vllm-02:8000 [0,30] ≥0.6",
+				"vllm-01:8000 [30,60]", "vllm-01:8000 [30,60] ≥0.3", "vllm-02:8000 [30,60]", "vllm-02:8000 [30,60] ≥0.6",
 			},
 		},
 		{
@@ -264,5 +264,126 @@ func TestRequestsRows(t *testing.T) {
 		if r.Rows != c.want {
 			t.Errorf("limit %d: %d rows, want %d", c.limit, r.Rows, c.want)
 		}
+	}
+}
+
+// TestRequestsSearchesAllInstances shows that a filter matching every value, such as the `.*`
+// a dashboard variable's "All" sends, searches as no filter does: once per sub-window for the
+// fleet, not once per instance.
+func TestRequestsSearchesAllInstances(t *testing.T) {
+	to := t0.Add(time.Hour)
+	set := series.NewSet(series.NewGrid(t0, to, 15*time.Second))
+	for _, inst := range []string{"vllm-01:8000", "vllm-02:8000", "vllm-03:8000"} {
+		set.Put(series.NewSeries(series.TTFTP50, series.Key{Instance: inst, Model: "m"}, set.Grid.Len))
+	}
+	fleet := []string{"* [0,30]", "* [30,60]"}
+	cases := []struct {
+		name            string
+		instance, model string
+		want            []string
+	}{
+		{"no filter", "", "", fleet},
+		{"the dashboards' All for both filters", ".*", ".*", fleet},
+		{"All for the instance, no model filter", ".*", "", fleet},
+		{"a star in a group", "(.*)", ".*", fleet},
+		{"a regex the metrics' instances all match is still a filter: they were read with it", "vllm-.*", "",
+			[]string{"vllm-01:8000 [0,30]", "vllm-02:8000 [0,30]", "vllm-03:8000 [0,30]", "vllm-01:8000 [30,60]", "vllm-02:8000 [30,60]", "vllm-03:8000 [30,60]"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := plan.NewRequests(settings, plan.Scope{From: t0, To: to, Instance: c.instance, Model: c.model}, plan.RequestFilters{}, to)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := r.Searches(plan.RequestMetrics{Set: set})
+			var got []string
+			for _, q := range p.Queries {
+				got = append(got, describeSearch(q, t0))
+			}
+			if !slices.Equal(got, c.want) || p.PostFilter || len(p.Notices) > 0 {
+				t.Errorf("searches %q post-filtered %v notices %q, want %q", got, p.PostFilter, p.Notices, c.want)
+			}
+		})
+	}
+}
+
+// TestRequestsSearchesCap shows the cap on one query's searches: the findings' intervals are
+// kept, then the sub-windows from the newest; a notice says which part of the range and which
+// instances were left out.
+func TestRequestsSearchesCap(t *testing.T) {
+	from := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	to := from.Add(4 * time.Hour) // 8 sub-windows of 30 minutes
+	set := series.NewSet(series.NewGrid(from, to, time.Minute))
+	var instances []string
+	for i := range 20 {
+		instances = append(instances, fmt.Sprintf("vllm-%02d:8000", i))
+		set.Put(series.NewSeries(series.TTFTP50, series.Key{Instance: instances[i], Model: "m"}, set.Grid.Len))
+	}
+	finding := func(inst string) diagnosis.Finding {
+		return diagnosis.Finding{Rule: diagnosis.KVCacheSaturated, Key: series.Key{Instance: inst, Model: "m"}, Severity: diagnosis.Warning, Start: from, End: from.Add(time.Minute)}
+	}
+	cases := []struct {
+		name     string
+		instance string
+		findings []diagnosis.Finding
+		// perWindow is how many searches each sub-window keeps, oldest first.
+		perWindow []int
+		notice    []string
+	}{
+		{
+			name: "20 instances over 8 sub-windows: 6 windows whole, 8 instances of the 7th",
+			// A regex, so that each instance is searched on its own.
+			instance:  "vllm-.*",
+			perWindow: []int{0, 8, 20, 20, 20, 20, 20, 20},
+			notice: []string{"needs 160 trace searches and at most 128 are sent",
+				"the range from 2026-12-01T10:00:00Z to 2026-12-01T10:30:00Z (30m0s of 4h0m0s)",
+				"from 2026-12-01T10:30:00Z to 2026-12-01T11:00:00Z, the searches of 12 of the 20 instance(s) (vllm-08:8000, vllm-09:8000, vllm-10:8000 and 9 more)",
+				"narrow the instance filter or the time range."},
+		},
+		{
+			name:      "the findings' intervals are searched first and leave fewer to the sub-windows",
+			instance:  "vllm-.*",
+			findings:  []diagnosis.Finding{finding("vllm-00:8000"), finding("vllm-01:8000"), finding("vllm-02:8000")},
+			perWindow: []int{0, 5, 20, 20, 20, 20, 20, 20},
+			notice: []string{"needs 163 trace searches",
+				"from 2026-12-01T10:30:00Z to 2026-12-01T11:00:00Z, the searches of 15 of the 20 instance(s)"},
+		},
+		{
+			name:      "the fleet without a filter: one search per sub-window, nothing left out",
+			perWindow: []int{1, 1, 1, 1, 1, 1, 1, 1},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := plan.NewRequests(settings, plan.Scope{From: from, To: to, Instance: c.instance}, plan.RequestFilters{}, to)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := r.Searches(plan.RequestMetrics{Set: set, Findings: c.findings})
+			if len(p.Queries) > plan.MaxSearches {
+				t.Fatalf("%d searches, more than plan.MaxSearches (%d)", len(p.Queries), plan.MaxSearches)
+			}
+			got := make([]int, len(c.perWindow))
+			for _, q := range p.Queries[len(c.findings):] {
+				got[int(q.From.Sub(from)/plan.SearchWindow)]++
+			}
+			if !slices.Equal(got, c.perWindow) {
+				t.Errorf("searches per sub-window %v, want %v", got, c.perWindow)
+			}
+			for i, q := range p.Queries[:len(c.findings)] {
+				if q.Instances[0] != c.findings[i].Key.Instance || !q.From.Equal(c.findings[i].Start) {
+					t.Errorf("search %d is %s, want the interval of finding %d", i, describeSearch(q, from), i)
+				}
+			}
+			notes := strings.Join(p.Notices, "\n")
+			if len(c.notice) == 0 && notes != "" {
+				t.Errorf("notices %q, want none", notes)
+			}
+			for _, want := range c.notice {
+				if !strings.Contains(notes, want) {
+					t.Errorf("notices %q lack %q", notes, want)
+				}
+			}
+		})
 	}
 }

@@ -44,7 +44,8 @@ type evalEntry struct {
 }
 
 // evalCache lets the queries of one dashboard refresh (headline, findings, timeline,
-// annotations, requests) and alert rules evaluated together share one evaluation: concurrent
+// annotations; a requests table only with another over the same range, its plan being its own:
+// plan.NewRequests) and alert rules evaluated together share one evaluation: concurrent
 // askers wait for the one in flight, later ones within the TTL reuse its answer. The answer is
 // read-only to its users. Errors are never kept.
 type evalCache struct {

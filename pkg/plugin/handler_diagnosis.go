@@ -182,9 +182,9 @@ type Diagnosis struct {
 
 // diagnose plans the evaluation of rules over a query's range (plan.NewDiagnosis: what the
 // rules need, plus extra signals for the caller, from early enough for their baselines and
-// pending periods), then fetches and evaluates it. The queries of one refresh share the
-// evaluation: every caller's signals are fetched with the request join's, so that the requests
-// table shares it too.
+// pending periods), then fetches and evaluates it. The queries of one refresh that plan the
+// same evaluation share it (diagnosePlan); a requests query never plans a diagnosis query's
+// (plan.NewRequests reads past the range and adds histograms), so it evaluates on its own.
 func (d *Datasource) diagnose(ctx context.Context, q backend.DataQuery, sc Scope, rules []string, extra []series.Signal) (*Diagnosis, error) {
 	p, err := plan.NewDiagnosis(d.planSettings(), scopeOf(q, sc), rules, extra)
 	if err != nil {

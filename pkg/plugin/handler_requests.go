@@ -29,7 +29,8 @@ const searchParallel = 4
 // instance and sub-window, so that no filter runs after a backend's limit, plus one per
 // instance and sub-window for its requests above the instance's threshold, so that the
 // slowest requests of the range are found whatever the limit (plan.NewRequests, then its
-// Searches from the metrics' answer). correlate.Requests then joins what they returned, keeps
+// Searches from the metrics' answer, at most plan.MaxSearches of them). A search that fails
+// fails the query with the backend's error. correlate.Requests then joins what they returned, keeps
 // the query's rows, ranks them and writes the notices.
 func handleRequests(ctx context.Context, d *Datasource, q backend.DataQuery, query RequestsQuery) backend.DataResponse {
 	if d.traces == nil {

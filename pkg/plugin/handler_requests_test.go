@@ -288,6 +288,29 @@ func TestRequestsAndExplain(t *testing.T) {
 		}
 	})
 
+	t.Run("the dashboards' All, .*, sends the searches no filter sends", func(t *testing.T) {
+		res := b.runs[sim.RuleKVCacheSaturated]
+		from, to := faultWindow(res)
+		// The trace searches of the executed query string, one line each (Jaeger's parameters).
+		searches := func(f *data.Frame) []string {
+			var out []string
+			for _, line := range strings.Split(f.Meta.ExecutedQueryString, "\n") {
+				if strings.Contains(line, "service=") {
+					out = append(out, line)
+				}
+			}
+			return out
+		}
+		none := b.requests(t, ds, from, to, nil)
+		all := b.requests(t, ds, from, to, map[string]any{"instance": ".*", "model": ".*"})
+		if got, want := searches(all), searches(none); len(want) == 0 || !slices.Equal(got, want) {
+			t.Fatalf("with .* the searches were\n%s\nwithout a filter\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		if all.Rows() != none.Rows() {
+			t.Fatalf("%d rows with .*, %d without a filter", all.Rows(), none.Rows())
+		}
+	})
+
 	t.Run("a span without latency attributes is shown with what it has", func(t *testing.T) {
 		f := b.requests(t, ds, b.oddAt.Add(-time.Minute), b.oddAt.Add(time.Minute), nil)
 		row := -1

@@ -3,6 +3,8 @@ package signals
 import (
 	"fmt"
 	"regexp"
+	"regexp/syntax"
+	"slices"
 	"strings"
 )
 
@@ -17,8 +19,10 @@ type Match struct {
 }
 
 // ParseMatch reads a filter value; what names the filter in the error ("instance", "model").
+// A regular expression that matches every value, such as the `.*` a dashboard variable's "All"
+// sends, reads as the empty filter: All, so that a query treats it as it treats no filter.
 func ParseMatch(what, v string) (Match, error) {
-	if v == "" {
+	if v == "" || matchesEverything(v) {
 		return Match{}, nil
 	}
 	// Compiled alone too: anchored, an unbalanced ")" closes the group and passes.
@@ -35,6 +39,28 @@ func ParseMatch(what, v string) (Match, error) {
 		m.exact = v
 	}
 	return m, nil
+}
+
+// matchesEverything reports whether the regular expression v matches every value (a label value
+// holds no newline): `.*`, or such a star in a group or among alternatives (`(.*)`, `.*|a`).
+func matchesEverything(v string) bool {
+	re, err := syntax.Parse(v, syntax.Perl)
+	if err != nil {
+		return false
+	}
+	var all func(*syntax.Regexp) bool
+	all = func(re *syntax.Regexp) bool {
+		switch re.Op {
+		case syntax.OpStar:
+			return re.Sub[0].Op == syntax.OpAnyChar || re.Sub[0].Op == syntax.OpAnyCharNotNL
+		case syntax.OpCapture:
+			return all(re.Sub[0])
+		case syntax.OpAlternate:
+			return slices.ContainsFunc(re.Sub, all)
+		}
+		return false
+	}
+	return all(re.Simplify())
 }
 
 // All reports whether the filter is empty: every value passes.
