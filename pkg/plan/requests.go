@@ -246,12 +246,12 @@ func capWindows(windows [][2]time.Time, perWindow [][]traces.Query, before int) 
 		}
 	}
 	if whole >= 0 {
-		parts = append(parts, fmt.Sprintf("the range from %s to %s (%s of %s)", stamp(windows[0][0]), stamp(windows[whole][1]),
+		parts = append(parts, fmt.Sprintf("the range from %s to %s (%s of %s)", series.Stamp(windows[0][0]), series.Stamp(windows[whole][1]),
 			windows[whole][1].Sub(windows[0][0]), windows[len(windows)-1][1].Sub(windows[0][0])))
 	}
 	if i := whole + 1; i < len(perWindow) && len(kept[i]) < len(perWindow[i]) {
 		all, left := searchedInstances(perWindow[i]), searchedInstances(perWindow[i][len(kept[i]):])
-		parts = append(parts, fmt.Sprintf("from %s to %s, the searches of %d of the %d instance(s) (%s)", stamp(windows[i][0]), stamp(windows[i][1]),
+		parts = append(parts, fmt.Sprintf("from %s to %s, the searches of %d of the %d instance(s) (%s)", series.Stamp(windows[i][0]), series.Stamp(windows[i][1]),
 			len(left), len(all), nameSome(left)))
 	}
 	return kept, fmt.Sprintf("This query needs %d trace searches and at most %d are sent (the findings' intervals and the slowest requests first, then the sub-windows from the newest). Not searched: %s. The requests only those searches would have found are missing: narrow the instance filter or the time range.",
