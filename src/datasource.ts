@@ -104,6 +104,7 @@ export class DataSource extends DataSourceWithBackend<VllmQuery, VllmDataSourceO
       expr: plain(query.expr),
       signals: splitList(query.signals, t, scopedVars),
       rules: splitList(query.rules, t, scopedVars),
+      slos: splitList(query.slos, t, scopedVars),
     };
   }
 
@@ -114,11 +115,9 @@ export class DataSource extends DataSourceWithBackend<VllmQuery, VllmDataSourceO
 
   /** Values for template variables, from the backend's label-value routes. */
   async metricFindQuery(
-    query: LabelVariableQuery | string,
+    q: LabelVariableQuery,
     options?: { scopedVars?: ScopedVars; range?: TimeRange }
   ): Promise<MetricFindValue[]> {
-    const q: LabelVariableQuery =
-      typeof query === 'string' ? { kind: query === 'models' ? 'models' : 'instances' } : query;
     const scopedVars = options?.scopedVars ?? {};
     const params: Record<string, string> = {};
     const filter = q.kind === 'instances' ? q.model : q.instance;

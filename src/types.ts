@@ -40,6 +40,12 @@ export interface VllmSecureJsonData extends Partial<Record<SecureJsonDataKey, st
   httpHeaderValue1?: string;
 }
 
+/** A new template variable lists the instances. */
+export const DEFAULT_VARIABLE_QUERY: Pick<VllmVariableQuery, 'refId' | 'kind'> = {
+  refId: 'VllmVariableQuery',
+  kind: 'instances',
+};
+
 /** The variable kinds answered by a label-value route of the backend. */
 export type LabelVariableKind = 'instances' | 'models';
 

@@ -7,9 +7,9 @@ import {
 } from '@grafana/data';
 import { from, map, type Observable } from 'rxjs';
 
-import { VariableQueryEditor } from './components/VariableQueryEditor';
+import { variableQuery, VariableQueryEditor } from './components/VariableQueryEditor';
 import type { DataSource } from './datasource';
-import type { VllmQuery, VllmVariableQuery } from './types';
+import { DEFAULT_VARIABLE_QUERY, type VllmQuery, type VllmVariableQuery } from './types';
 
 /** How many anomalous requests a trace-id variable offers; it picks the first by default. */
 export const ANOMALOUS_CHOICES = 20;
@@ -28,8 +28,18 @@ export class VllmVariableSupport extends CustomVariableSupport<DataSource, VllmV
     super();
   }
 
+  /**
+   * What Grafana's variable editor saves for a new variable instead of an empty string. Grafana
+   * types it as the data source's query, but stores it as the variable's.
+   */
+  getDefaultQuery(): Pick<VllmVariableQuery, 'refId' | 'kind'> {
+    return DEFAULT_VARIABLE_QUERY;
+  }
+
+  // The target is the variable's saved query as it is: an empty string for a variable saved
+  // before it had a query, a plain string in older dashboards.
   query(request: DataQueryRequest<VllmVariableQuery>): Observable<DataQueryResponse> {
-    const query = request.targets[0];
+    const query = variableQuery(request.targets[0]);
     if (query.kind === 'anomalousRequests') {
       const target: VllmQuery = {
         refId: query.refId,

@@ -2,7 +2,7 @@ import { type DataSourceApi, type QueryEditorProps, type SelectableValue } from 
 import { InlineField, InlineFieldRow, RadioButtonGroup } from '@grafana/ui';
 
 import { selectors } from '../selectors';
-import { type VllmDataSourceOptions, type VllmQuery, type VllmVariableQuery } from '../types';
+import { DEFAULT_VARIABLE_QUERY, type VllmDataSourceOptions, type VllmQuery, type VllmVariableQuery } from '../types';
 import { ValidatedInput } from './ValidatedInput';
 
 // The editor needs nothing of this plugin's data source beyond Grafana's interface, so it does not
@@ -22,18 +22,23 @@ const KIND_OPTIONS: Array<SelectableValue<VllmVariableQuery['kind']>> = [
   { label: 'Anomalous requests', value: 'anomalousRequests' },
 ];
 
-const VARIABLE_REF_ID = 'VllmVariableQuery';
-
 function noCheck(): undefined {
   return undefined;
 }
 
-/** Reads a saved variable query, including the plain string form of older dashboards. */
+/**
+ * Reads a saved variable query, including the plain string form of older dashboards and the empty
+ * string of a new variable; the editor and the variable support read it alike.
+ */
 export function variableQuery(query: VllmVariableQuery | string | undefined): VllmVariableQuery {
   if (typeof query === 'string') {
-    return { refId: VARIABLE_REF_ID, kind: query === 'models' ? 'models' : 'instances' };
+    return { ...DEFAULT_VARIABLE_QUERY, kind: query === 'models' ? 'models' : DEFAULT_VARIABLE_QUERY.kind };
   }
-  return { ...query, refId: query?.refId ?? VARIABLE_REF_ID, kind: query?.kind ?? 'instances' };
+  return {
+    ...query,
+    refId: query?.refId ?? DEFAULT_VARIABLE_QUERY.refId,
+    kind: query?.kind ?? DEFAULT_VARIABLE_QUERY.kind,
+  };
 }
 
 /**
