@@ -196,6 +196,21 @@ describe('the variable support', () => {
     expect(getResource).toHaveBeenCalledWith(path, expect.anything());
   });
 
+  it.each([
+    [
+      "the settings' trace data source",
+      { tracesDatasourceUid: 'tempo-prod' },
+      [{ text: 'tempo-prod', value: 'tempo-prod' }],
+    ],
+    ['no trace data source when the settings name none', {}, []],
+  ])('offers %s', async (_name, jsonData, want) => {
+    const { ds } = dataSourceWith({}, {}, jsonData);
+    const response = await firstValueFrom(
+      variableSupport(ds).query(variableRequest({ refId: 'V', kind: 'traceDatasource' }))
+    );
+    expect(response.data).toEqual(want);
+  });
+
   it('starts a new variable on the instances', () => {
     const { ds } = dataSourceWith({});
     expect(variableSupport(ds).getDefaultQuery()).toMatchObject({ kind: 'instances' });

@@ -71,6 +71,12 @@ export class DataSource extends DataSourceWithBackend<VllmQuery, VllmDataSourceO
     this.variables = new VllmVariableSupport(this);
   }
 
+  /** The trace data source of the settings (tracesDatasourceUid) as a variable's one value; none when unset. */
+  traceDatasourceChoices(): MetricFindValue[] {
+    const uid = this.settings.jsonData.tracesDatasourceUid;
+    return uid ? [{ text: uid, value: uid }] : [];
+  }
+
   /** The names of the service-level objectives of the data source's settings. */
   objectiveNames(): string[] {
     return (this.settings.jsonData.slos ?? []).map((o) => o.name);

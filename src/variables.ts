@@ -5,7 +5,7 @@ import {
   type DataQueryResponse,
   type MetricFindValue,
 } from '@grafana/data';
-import { from, map, type Observable } from 'rxjs';
+import { from, map, of, type Observable } from 'rxjs';
 
 import { variableQuery, VariableQueryEditor } from './components/VariableQueryEditor';
 import type { DataSource } from './datasource';
@@ -18,7 +18,8 @@ export const ANOMALOUS_CHOICES = 20;
  * Template variable support: the editor and the query. Instances and models come from the data
  * source's label-value routes; anomalous requests from a requests query, so that a dashboard
  * opened without a trace id (the request drill-down) explains the most anomalous request of the
- * range instead of none. Its own module, so that the data source does not import an editor that
+ * range instead of none; the trace data source from the settings, so that an imported dashboard's
+ * trace panel reads the trace data source of whichever vLLM data source it is given. Its own module, so that the data source does not import an editor that
  * imports it back; the data source is a type here only.
  */
 export class VllmVariableSupport extends CustomVariableSupport<DataSource, VllmVariableQuery> {
@@ -40,6 +41,9 @@ export class VllmVariableSupport extends CustomVariableSupport<DataSource, VllmV
   // before it had a query, a plain string in older dashboards.
   query(request: DataQueryRequest<VllmVariableQuery>): Observable<DataQueryResponse> {
     const query = variableQuery(request.targets[0]);
+    if (query.kind === 'traceDatasource') {
+      return of({ data: this.datasource.traceDatasourceChoices() });
+    }
     if (query.kind === 'anomalousRequests') {
       const target: VllmQuery = {
         refId: query.refId,

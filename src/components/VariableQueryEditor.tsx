@@ -16,11 +16,26 @@ type Props = QueryEditorProps<
 
 const ids = selectors.variableEditor;
 
-const KIND_OPTIONS: Array<SelectableValue<VllmVariableQuery['kind']>> = [
+type Kind = VllmVariableQuery['kind'];
+
+const KIND_OPTIONS: Array<SelectableValue<Kind>> = [
   { label: 'Instances', value: 'instances' },
   { label: 'Models', value: 'models' },
   { label: 'Anomalous requests', value: 'anomalousRequests' },
+  {
+    label: 'Trace data source',
+    value: 'traceDatasource',
+    description: "The uid of the data source's trace data source, for a trace panel",
+  },
 ];
+
+/** The filters each kind reads. */
+const KIND_FILTERS: Record<Kind, Array<'instance' | 'model'>> = {
+  instances: ['model'],
+  models: ['instance'],
+  anomalousRequests: ['instance', 'model'],
+  traceDatasource: [],
+};
 
 function noCheck(): undefined {
   return undefined;
@@ -43,15 +58,14 @@ export function variableQuery(query: VllmVariableQuery | string | undefined): Vl
 
 /**
  * Template variable values: the vLLM instances or models, optionally narrowed by the other label;
- * or the trace ids of the anomalous requests, narrowed by both.
+ * the trace ids of the anomalous requests, narrowed by both; or the trace data source's uid.
  */
 export function VariableQueryEditor({ query: raw, onChange }: Props) {
   const query = variableQuery(raw);
   // Each filter stays on its own label, so switching back and forth loses nothing; only those
   // of the listed kind are sent.
-  const filters: Array<'instance' | 'model'> =
-    query.kind === 'instances' ? ['model'] : query.kind === 'models' ? ['instance'] : ['instance', 'model'];
-  const onKindChange = (kind: VllmVariableQuery['kind']) => onChange({ ...query, kind });
+  const filters = KIND_FILTERS[query.kind];
+  const onKindChange = (kind: Kind) => onChange({ ...query, kind });
 
   return (
     <>
