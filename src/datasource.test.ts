@@ -1,16 +1,9 @@
-import {
-  CoreApp,
-  dateTime,
-  FieldType,
-  toDataFrame,
-  type DataQueryRequest,
-  type DataQueryResponse,
-} from '@grafana/data';
-import { firstValueFrom, of, type Observable } from 'rxjs';
+import { CoreApp, dateTime, FieldType, toDataFrame, type DataQueryRequest } from '@grafana/data';
+import { firstValueFrom, of } from 'rxjs';
 
 import { DataSource, regexFormatter, type LabelVariableQuery } from './datasource';
 import { dataSourceWith, fakeTemplateSrv, instanceSettings } from './testUtils';
-import { ANOMALOUS_CHOICES, requestChoices } from './variables';
+import { ANOMALOUS_CHOICES, requestChoices, type VllmVariableSupport } from './variables';
 import { QUERY_DEFAULTS, type VllmQuery, type VllmVariableQuery } from './types';
 
 const vars = {
@@ -22,6 +15,7 @@ const vars = {
   rule: 'kv_cache_saturated',
   from: 'now-7d',
   topk: '5',
+  slo: ['up', 'ttft-1s'],
 };
 
 function dataSource() {
@@ -61,6 +55,7 @@ describe('applyTemplateVariables', () => {
       { signals: ['ttft_p50', 'ttft_p99', 'kv_usage'] },
     ],
     ['rules', { rules: ['$rule'] }, { rules: ['kv_cache_saturated'] }],
+    ['a typed objective', { slos: ['ttft-2s', '$slo'] }, { slos: ['ttft-2s', 'up', 'ttft-1s'] }],
     ["a verdict's rule", { rule: '$rule' }, { rule: 'kv_cache_saturated' }],
     [
       'the baseline window',
@@ -127,14 +122,23 @@ describe('defaults', () => {
   });
 });
 
-describe('metricFindQuery', () => {
-  const range = {
-    from: dateTime(1_700_000_000_000),
-    to: dateTime(1_700_003_600_000),
-    raw: { from: 'now-1h', to: 'now' },
-  };
+const range = {
+  from: dateTime(1_700_000_000_000),
+  to: dateTime(1_700_003_600_000),
+  raw: { from: 'now-1h', to: 'now' },
+};
 
-  it.each<[string, LabelVariableQuery | string, string, Record<string, string>]>([
+function variableSupport(ds: DataSource) {
+  return ds.variables as VllmVariableSupport;
+}
+
+/** A variable request whose target is a saved variable query, which older dashboards hold as a string. */
+function variableRequest(target: VllmVariableQuery | string) {
+  return { targets: [target], range, scopedVars: {} } as unknown as DataQueryRequest<VllmVariableQuery>;
+}
+
+describe('metricFindQuery', () => {
+  it.each<[string, LabelVariableQuery, string, Record<string, string>]>([
     ['instances', { kind: 'instances' }, 'instances', {}],
     ['models', { kind: 'models' }, 'models', {}],
     ['instances of a model variable', { kind: 'instances', model: '$model' }, 'instances', { model: 'qwen-0\\.5b' }],
@@ -144,7 +148,6 @@ describe('metricFindQuery', () => {
       'models',
       { instance: '(10\\.0\\.0\\.1:8000|10\\.0\\.0\\.2:8000)' },
     ],
-    ['the plain string form of older dashboards', 'models', 'models', {}],
   ])('asks the backend for %s', async (_name, query, path, params) => {
     const { ds, getResource } = dataSourceWith({ instances: ['a:8000'], models: ['m'] }, vars);
     await ds.metricFindQuery(query);
@@ -165,21 +168,6 @@ describe('metricFindQuery', () => {
     ]);
   });
 
-  it('serves the custom variable support with the same values', async () => {
-    const { ds } = dataSourceWith({ models: ['m1', 'm2'] });
-    const request = {
-      targets: [{ refId: 'V', kind: 'models' }],
-      range,
-      scopedVars: {},
-    } as unknown as DataQueryRequest<VllmVariableQuery>;
-    const support = ds.variables as unknown as { query: (r: typeof request) => Observable<DataQueryResponse> };
-    const response = await firstValueFrom(support.query(request));
-    expect(response.data).toEqual([
-      { text: 'm1', value: 'm1' },
-      { text: 'm2', value: 'm2' },
-    ]);
-  });
-
   it('passes a backend failure on to Grafana, which shows it under the variable', async () => {
     const { ds } = dataSourceWith({ instances: { status: 502, data: { error: 'Prometheus unreachable' } } });
     await expect(ds.metricFindQuery({ kind: 'instances' })).rejects.toMatchObject({
@@ -188,12 +176,48 @@ describe('metricFindQuery', () => {
   });
 });
 
+describe('the variable support', () => {
+  it("answers with the label route's values, as metricFindQuery", async () => {
+    const { ds } = dataSourceWith({ models: ['m1', 'm2'] });
+    const response = await firstValueFrom(variableSupport(ds).query(variableRequest({ refId: 'V', kind: 'models' })));
+    expect(response.data).toEqual([
+      { text: 'm1', value: 'm1' },
+      { text: 'm2', value: 'm2' },
+    ]);
+  });
+
+  // Grafana hands on the saved variable query as it is, as the editor reads it (variableQuery).
+  it.each([
+    ['a variable saved without a query, as instances', '', 'instances'],
+    ['the plain string form of older dashboards', 'models', 'models'],
+  ])('serves %s', async (_name, saved, path) => {
+    const { ds, getResource } = dataSourceWith({ instances: ['a:8000'], models: ['m'] });
+    await firstValueFrom(variableSupport(ds).query(variableRequest(saved)));
+    expect(getResource).toHaveBeenCalledWith(path, expect.anything());
+  });
+
+  it.each([
+    [
+      "the settings' trace data source",
+      { tracesDatasourceUid: 'tempo-prod' },
+      [{ text: 'tempo-prod', value: 'tempo-prod' }],
+    ],
+    ['no trace data source when the settings name none', {}, []],
+  ])('offers %s', async (_name, jsonData, want) => {
+    const { ds } = dataSourceWith({}, {}, jsonData);
+    const response = await firstValueFrom(
+      variableSupport(ds).query(variableRequest({ refId: 'V', kind: 'traceDatasource' }))
+    );
+    expect(response.data).toEqual(want);
+  });
+
+  it('starts a new variable on the instances', () => {
+    const { ds } = dataSourceWith({});
+    expect(variableSupport(ds).getDefaultQuery()).toMatchObject({ kind: 'instances' });
+  });
+});
+
 describe('the anomalous requests variable', () => {
-  const range = {
-    from: dateTime(1_700_000_000_000),
-    to: dateTime(1_700_003_600_000),
-    raw: { from: 'now-1h', to: 'now' },
-  };
   const answer = toDataFrame({
     name: 'requests',
     fields: [
@@ -206,9 +230,7 @@ describe('the anomalous requests variable', () => {
   function ask(query: VllmVariableQuery) {
     const ds = dataSource();
     const sent = jest.spyOn(ds, 'query').mockReturnValue(of({ data: [answer] }));
-    const request = { targets: [query], range, scopedVars: {} } as unknown as DataQueryRequest<VllmVariableQuery>;
-    const support = ds.variables as unknown as { query: (r: typeof request) => Observable<DataQueryResponse> };
-    return { sent, response: firstValueFrom(support.query(request)) };
+    return { sent, response: firstValueFrom(variableSupport(ds).query(variableRequest(query))) };
   }
 
   it('asks the backend for the anomalous requests of the instances and models given', async () => {

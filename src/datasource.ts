@@ -71,6 +71,12 @@ export class DataSource extends DataSourceWithBackend<VllmQuery, VllmDataSourceO
     this.variables = new VllmVariableSupport(this);
   }
 
+  /** The trace data source of the settings (tracesDatasourceUid) as a variable's one value; none when unset. */
+  traceDatasourceChoices(): MetricFindValue[] {
+    const uid = this.settings.jsonData.tracesDatasourceUid;
+    return uid ? [{ text: uid, value: uid }] : [];
+  }
+
   /** The names of the service-level objectives of the data source's settings. */
   objectiveNames(): string[] {
     return (this.settings.jsonData.slos ?? []).map((o) => o.name);
@@ -104,6 +110,7 @@ export class DataSource extends DataSourceWithBackend<VllmQuery, VllmDataSourceO
       expr: plain(query.expr),
       signals: splitList(query.signals, t, scopedVars),
       rules: splitList(query.rules, t, scopedVars),
+      slos: splitList(query.slos, t, scopedVars),
     };
   }
 
@@ -114,11 +121,9 @@ export class DataSource extends DataSourceWithBackend<VllmQuery, VllmDataSourceO
 
   /** Values for template variables, from the backend's label-value routes. */
   async metricFindQuery(
-    query: LabelVariableQuery | string,
+    q: LabelVariableQuery,
     options?: { scopedVars?: ScopedVars; range?: TimeRange }
   ): Promise<MetricFindValue[]> {
-    const q: LabelVariableQuery =
-      typeof query === 'string' ? { kind: query === 'models' ? 'models' : 'instances' } : query;
     const scopedVars = options?.scopedVars ?? {};
     const params: Record<string, string> = {};
     const filter = q.kind === 'instances' ? q.model : q.instance;

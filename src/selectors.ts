@@ -21,6 +21,7 @@ export const selectors = {
     optimisations: 'vllm-query-optimisations',
     verdictRule: 'vllm-query-verdict-rule',
     sloFormat: 'vllm-query-slo-format',
+    burnSeverity: 'vllm-query-burn-severity',
     slos: 'vllm-query-slos',
     expr: 'vllm-query-expr',
     resourceError: 'vllm-query-resource-error',

@@ -40,15 +40,22 @@ export interface VllmSecureJsonData extends Partial<Record<SecureJsonDataKey, st
   httpHeaderValue1?: string;
 }
 
+/** A new template variable lists the instances. */
+export const DEFAULT_VARIABLE_QUERY: Pick<VllmVariableQuery, 'refId' | 'kind'> = {
+  refId: 'VllmVariableQuery',
+  kind: 'instances',
+};
+
 /** The variable kinds answered by a label-value route of the backend. */
 export type LabelVariableKind = 'instances' | 'models';
 
 /**
- * A template variable query: the instances or the models, optionally narrowed by the other; or the
- * trace ids of the anomalous requests of the instances and models given, the most anomalous first.
+ * A template variable query: the instances or the models, optionally narrowed by the other; the
+ * trace ids of the anomalous requests of the instances and models given, the most anomalous first;
+ * or the uid of the trace data source of the data source's settings (tracesDatasourceUid).
  */
 export interface VllmVariableQuery extends DataQuery {
-  kind: LabelVariableKind | 'anomalousRequests';
+  kind: LabelVariableKind | 'anomalousRequests' | 'traceDatasource';
   instance?: string;
   model?: string;
 }

@@ -242,23 +242,11 @@ func TestEveryDashboardQueryIsOneThePluginAccepts(t *testing.T) {
 	}
 }
 
-// traceDatasourceUIDs are the uids of the provisioned Tempo and Jaeger data sources.
-func traceDatasourceUIDs(t *testing.T) []string {
-	var out []string
-	for _, d := range loadDatasources(t) {
-		if d.Type == string(plugin.TracesTempo) || d.Type == string(plugin.TracesJaeger) {
-			out = append(out, d.UID)
-		}
-	}
-	return out
-}
-
 func TestOnlyTraceViewsQueryOtherDatasources(t *testing.T) {
 	targets, err := Targets(path("dashboards"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	traceUIDs := traceDatasourceUIDs(t)
 	dashboards := map[string]dashboard{}
 	for _, d := range loadDashboards(t) {
 		dashboards[d.file] = d
@@ -272,20 +260,25 @@ func TestOnlyTraceViewsQueryOtherDatasources(t *testing.T) {
 			t.Errorf("%s: a %s panel queries %+v; only trace views may use another data source", where, tg.PanelType, tg.Datasource)
 			continue
 		}
-		// The uid is a variable whose every option is a provisioned trace data source.
+		// The uid is a variable of the plugin's kind traceDatasource on the dashboard's vLLM
+		// data source: the trace data source of its settings (a provisioned one here:
+		// TestProvisionedPluginDatasourcesHaveValidSettings), so that an imported dashboard
+		// reads its own data sources' rather than uids provisioned here.
 		var v variable
 		m := variableRef.FindStringSubmatch(tg.Datasource.UID)
 		if m != nil {
 			v, _ = dashboards[tg.File].variable(m[1])
 		}
-		if len(v.Options) == 0 {
-			t.Errorf("%s: trace data source %q is not a variable with options", where, tg.Datasource.UID)
-			continue
+		var q struct {
+			Kind string `json:"kind"`
 		}
-		for _, o := range v.Options {
-			if !slices.Contains(traceUIDs, o.Value) {
-				t.Errorf("%s: option %q of $%s is not a provisioned Tempo or Jaeger data source (%v)", where, o.Value, v.Name, traceUIDs)
+		if len(v.Query) > 0 {
+			if err := json.Unmarshal(v.Query, &q); err != nil {
+				t.Errorf("%s: $%s's query %s: %v", where, v.Name, v.Query, err)
 			}
+		}
+		if v.Type != "query" || v.Datasource == nil || v.Datasource.UID != "${datasource}" || q.Kind != "traceDatasource" {
+			t.Errorf("%s: trace data source %q is not a query variable of kind traceDatasource on ${datasource}", where, tg.Datasource.UID)
 		}
 	}
 }

@@ -4,7 +4,7 @@ import userEvent from '@testing-library/user-event';
 
 import { selectors } from '../selectors';
 import { dataSourceWith, RULES, SIGNALS, type Routes } from '../testUtils';
-import { type VllmQuery } from '../types';
+import { SLO_FORMATS, type VllmQuery } from '../types';
 import { QueryEditor } from './QueryEditor';
 import { chooseOption, openSelect, typeAndLeave, typeCustomValue } from './userActions';
 
@@ -44,6 +44,16 @@ describe('QueryEditor: common fields', () => {
     const { user, lastQuery } = setup({ queryType: 'signals' });
     await user.click(within(screen.getByTestId(ids.queryType)).getByText('Requests'));
     expect(lastQuery()).toMatchObject({ queryType: 'requests', limit: 100 });
+  });
+
+  it.each<[string, Omit<VllmQuery, 'refId'>, string, VllmQuery['format']]>([
+    ['diagnosis to slo, whose default it takes', { queryType: 'diagnosis', format: 'findings' }, 'SLO', 'status'],
+    ['timeline to explain', { queryType: 'diagnosis', format: 'timeline' }, 'Explain', undefined],
+    ['slo to signals, which has no format', { queryType: 'slo', format: 'burn' }, 'Signals', undefined],
+  ])('switching %s drops a format the new type does not have', async (_name, query, button, format) => {
+    const { user, lastQuery } = setup(query);
+    await user.click(within(screen.getByTestId(ids.queryType)).getByText(button));
+    expect(lastQuery()?.format).toBe(format);
   });
 
   it('switching the query type keeps a value the query already has over the default', async () => {
@@ -88,6 +98,13 @@ describe('QueryEditor: common fields', () => {
     expect(screen.getByTestId(ids.traceId)).toHaveValue('4bf92f35');
     await typeAndLeave(user, ids.traceId, 'abcdef');
     expect(lastQuery()).toEqual({ refId: 'A', queryType: 'explain', traceId: 'abcdef' });
+  });
+
+  it('saves a text form it cannot read as the structured query it shows, as its notice says', async () => {
+    const { user, lastQuery } = setup({ expr: 'explain' });
+    expect(screen.getByTestId(ids.expr)).toHaveTextContent('saves it as a structured query');
+    await typeAndLeave(user, ids.topK, '5');
+    expect(lastQuery()).toEqual({ refId: 'A', queryType: 'signals', topK: '5' });
   });
 });
 
@@ -302,6 +319,33 @@ describe('QueryEditor: slo', () => {
     const { user, lastQuery } = setup({ queryType: 'slo' });
     await user.click(within(screen.getByTestId(ids.sloFormat)).getByText('Burn'));
     expect(lastQuery()).toMatchObject({ format: 'burn' });
+  });
+
+  it.each<[string, VllmQuery['format'], string[]]>([
+    ['no format as the default, status', undefined, ['Status']],
+    ['its format', 'budget', ['Budget']],
+    ['a format of another query type as none of its own', 'findings', []],
+  ])('shows %s', async (_name, format, checked) => {
+    setup({ queryType: 'slo', format });
+    const labels = () =>
+      within(screen.getByTestId(ids.sloFormat))
+        .queryAllByRole('radio', { checked: true })
+        .map((r) => (r as HTMLInputElement).labels?.[0]?.textContent?.trim());
+    await waitFor(() => expect(labels()).toEqual(checked));
+  });
+
+  it.each(SLO_FORMATS)('shows the burn severity for the burn format only: %s', async (format) => {
+    setup({ queryType: 'slo', format });
+    await waitFor(() => expect(screen.queryByTestId(ids.burnSeverity) !== null).toBe(format === 'burn'));
+  });
+
+  it.each<[string, Partial<VllmQuery>, string, Partial<VllmQuery>]>([
+    ['the page series only', {}, 'Page', { severity: 'page' }],
+    ['both series again', { severity: 'ticket' }, 'Both', { severity: undefined }],
+  ])('asks a burn query for %s', async (_name, fields, button, want) => {
+    const { user, lastQuery } = setup({ queryType: 'slo', format: 'burn', ...fields });
+    await user.click(within(screen.getByTestId(ids.burnSeverity)).getByText(button));
+    expect(lastQuery()?.severity).toBe(want.severity);
   });
 });
 

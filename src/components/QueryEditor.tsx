@@ -6,12 +6,15 @@ import { rangeParams, type DataSource } from '../datasource';
 import { structuredQuery } from '../expr';
 import { selectors } from '../selectors';
 import {
+  BURN_SEVERITIES,
   DIAGNOSIS_FORMATS,
+  EXPLAIN_FORMATS,
   OPTIMISATIONS,
   QUERY_DEFAULTS,
   QUERY_TYPES,
   SEVERITIES,
   SLO_FORMATS,
+  type BurnSeverity,
   type DiagnosisFormat,
   type Optimisation,
   type QueryModel,
@@ -43,6 +46,24 @@ const QUERY_TYPE_LABELS: Record<QueryType, SelectableValue<QueryType>> = {
 };
 
 const QUERY_TYPE_OPTIONS = QUERY_TYPES.map((value) => ({ ...QUERY_TYPE_LABELS[value], value }));
+
+/** Each query type's formats, the backend's lists; a type without any reads no format. */
+const QUERY_TYPE_FORMATS: Record<QueryType, ReadonlyArray<NonNullable<QueryModel['format']>>> = {
+  signals: [],
+  diagnosis: DIAGNOSIS_FORMATS,
+  requests: [],
+  explain: EXPLAIN_FORMATS,
+  verdict: [],
+  slo: SLO_FORMATS,
+};
+
+/**
+ * `format` if it is one of `formats`, else none: what a format picker shows of the query's format
+ * (or its type's default), so that no button claims a format the backend rejects.
+ */
+function pickedFormat<F extends string>(formats: readonly F[], format: string | undefined): F | undefined {
+  return formats.find((f) => f === format);
+}
 
 /** Each diagnosis format's button, in the backend's order. */
 const FORMAT_LABELS: Record<DiagnosisFormat, SelectableValue<DiagnosisFormat>> = {
@@ -77,6 +98,17 @@ const SLO_FORMAT_OPTIONS = SLO_FORMATS.map((value) => ({ ...SLO_FORMAT_LABELS[va
 const DEFAULT_SLO_FORMAT = QUERY_DEFAULTS.slo.format;
 
 const SEVERITY_OPTIONS: Array<SelectableValue<Severity>> = SEVERITIES.map((s) => ({ label: s, value: s }));
+
+/** Each burn severity's button, in the backend's order, after Both: none set, the backend's default. */
+const BURN_SEVERITY_LABELS: Record<BurnSeverity, SelectableValue<BurnSeverity>> = {
+  page: { label: 'Page', description: 'Only the page series: the budget burns fast enough to act now' },
+  ticket: { label: 'Ticket', description: 'Only the ticket series: the budget burns too fast over days' },
+};
+
+const BURN_SEVERITY_OPTIONS: Array<SelectableValue<BurnSeverity | undefined>> = [
+  { label: 'Both', value: undefined, description: 'Page and ticket series' },
+  ...BURN_SEVERITIES.map((value) => ({ ...BURN_SEVERITY_LABELS[value], value })),
+];
 
 const OPTIMISATION_LABELS: Record<Optimisation, string> = {
   chunked_prefill: 'Chunked prefill',
@@ -335,6 +367,33 @@ function ListField({ query, field, update, ...select }: ListFieldProps) {
   );
 }
 
+interface RadioFieldProps<T> {
+  label: string;
+  tooltip?: string;
+  testId: string;
+  options: Array<SelectableValue<T>>;
+  value: T | undefined;
+  onChange: (value: T) => void;
+}
+
+/** A choice of one among a few buttons: the query type, a format, a severity. */
+function RadioField<T>({ label, tooltip, testId, ...group }: RadioFieldProps<T>) {
+  return (
+    <InlineField label={label} labelWidth={LABEL_WIDTH} tooltip={tooltip}>
+      <div data-testid={testId}>
+        <RadioButtonGroup {...group} />
+      </div>
+    </InlineField>
+  );
+}
+
+type FormatFieldProps<F> = Omit<RadioFieldProps<F>, 'label' | 'onChange'> & Pick<SubEditorProps, 'update'>;
+
+/** A query type's format picker; its value is pickedFormat's. */
+function FormatField<F extends QueryModel['format']>({ update, ...radio }: FormatFieldProps<F>) {
+  return <RadioField label="Format" {...radio} onChange={(format) => update({ format })} />;
+}
+
 /** The query's label filters, the fields every query type has. */
 type LabelFieldName = keyof Pick<VllmQuery, 'instance' | 'model'>;
 
@@ -377,15 +436,21 @@ export function QueryEditor({ query: rawQuery, onChange, onRunQuery, datasource,
   const queryType = query.queryType ?? 'signals';
   const variables = datasource.variableNames();
 
+  // A change saves the query the editor shows: one without a query type (a text form the editor
+  // cannot read, or none) gets the type shown and loses its text form, which the backend would
+  // read first.
   const update = (patch: Partial<VllmQuery>) => {
-    onChange({ ...query, ...patch });
+    const { expr: _expr, ...fields } = query;
+    onChange({ ...(query.queryType ? query : { ...fields, queryType }), ...patch });
     onRunQuery();
   };
 
-  // The new type's defaults fill the fields the query leaves empty, so that the editor shows
-  // what the backend reads.
+  // A format the new type does not have is dropped, as the backend would reject it; then the new
+  // type's defaults fill the fields the query leaves empty, so that the editor shows what the
+  // backend reads.
   const onQueryTypeChange = (next: QueryType) => {
-    update({ queryType: next, ...unsetDefaults(query, QUERY_DEFAULTS[next]) });
+    const format = pickedFormat(QUERY_TYPE_FORMATS[next], query.format);
+    update({ queryType: next, format, ...unsetDefaults({ ...query, format }, QUERY_DEFAULTS[next]) });
   };
 
   // The pickers list the values seen in the panel's time range (the backend's window), reloaded
@@ -410,11 +475,13 @@ export function QueryEditor({ query: rawQuery, onChange, onRunQuery, datasource,
         </div>
       )}
       <InlineFieldRow>
-        <InlineField label="Query type" labelWidth={LABEL_WIDTH}>
-          <div data-testid={ids.queryType}>
-            <RadioButtonGroup options={QUERY_TYPE_OPTIONS} value={queryType} onChange={onQueryTypeChange} />
-          </div>
-        </InlineField>
+        <RadioField
+          label="Query type"
+          testId={ids.queryType}
+          options={QUERY_TYPE_OPTIONS}
+          value={queryType}
+          onChange={onQueryTypeChange}
+        />
       </InlineFieldRow>
       <InlineFieldRow>
         <LabelField query={query} field="instance" values={instances} variables={variables} update={update} />
@@ -478,28 +545,21 @@ function useRuleOptions(datasource: DataSource, variables: string[]) {
 
 function DiagnosisEditor({ query, datasource, variables, update }: CatalogEditorProps) {
   const { rules, options } = useRuleOptions(datasource, variables);
+  const format = pickedFormat(DIAGNOSIS_FORMATS, query.format ?? DEFAULT_FORMAT);
   return (
     <>
       <InlineFieldRow>
-        <InlineField label="Format" labelWidth={LABEL_WIDTH}>
-          <div data-testid={ids.format}>
-            <RadioButtonGroup
-              options={FORMAT_OPTIONS}
-              value={query.format ?? DEFAULT_FORMAT}
-              onChange={(format) => update({ format })}
-            />
-          </div>
-        </InlineField>
+        <FormatField testId={ids.format} options={FORMAT_OPTIONS} value={format} update={update} />
         <ListField query={query} field="rules" options={options} isLoading={rules.loading} update={update} />
       </InlineFieldRow>
-      {(query.format ?? DEFAULT_FORMAT) === 'findings' && (
+      {format === 'findings' && (
         <InlineFieldRow>
           <SwitchField query={query} field="headlineOnly" update={update} />
           <ListField query={query} field="severities" options={SEVERITY_OPTIONS} update={update} />
           <SwitchField query={query} field="oneInstance" update={update} />
         </InlineFieldRow>
       )}
-      {query.format === 'timeline' && (
+      {format === 'timeline' && (
         <InlineFieldRow>
           <SwitchField query={query} field="ruleRows" update={update} />
         </InlineFieldRow>
@@ -560,15 +620,25 @@ interface SLOEditorProps extends SubEditorProps {
 }
 
 function SLOEditor({ query, objectives, update }: SLOEditorProps) {
-  const format = (query.format ?? DEFAULT_SLO_FORMAT) as SLOFormat;
+  const format = pickedFormat(SLO_FORMATS, query.format ?? DEFAULT_SLO_FORMAT);
   return (
-    <InlineFieldRow>
-      <InlineField label="Format" labelWidth={LABEL_WIDTH}>
-        <div data-testid={ids.sloFormat}>
-          <RadioButtonGroup options={SLO_FORMAT_OPTIONS} value={format} onChange={(f) => update({ format: f })} />
-        </div>
-      </InlineField>
-      <ListField query={query} field="slos" options={objectives.map(asOption)} update={update} />
-    </InlineFieldRow>
+    <>
+      <InlineFieldRow>
+        <FormatField testId={ids.sloFormat} options={SLO_FORMAT_OPTIONS} value={format} update={update} />
+        <ListField query={query} field="slos" options={objectives.map(asOption)} update={update} />
+      </InlineFieldRow>
+      {format === 'burn' && (
+        <InlineFieldRow>
+          <RadioField
+            label="Severity"
+            tooltip="The series of one severity only, as an alert rule that pages or files a ticket asks; both by default"
+            testId={ids.burnSeverity}
+            options={BURN_SEVERITY_OPTIONS}
+            value={query.severity}
+            onChange={(severity) => update({ severity })}
+          />
+        </InlineFieldRow>
+      )}
+    </>
   );
 }

@@ -63,6 +63,12 @@ describe('VariableQueryEditor', () => {
     expect(last()).toEqual({ refId: 'V', kind: 'anomalousRequests', instance: '$instance', model: '$model' });
   });
 
+  it('asks nothing more of a trace data source variable', () => {
+    setup({ refId: 'V', kind: 'traceDatasource', instance: 'gpu-1' });
+    expect(screen.queryByTestId(ids.instance)).not.toBeInTheDocument();
+    expect(screen.queryByTestId(ids.model)).not.toBeInTheDocument();
+  });
+
   it('clearing the filter lists every value again', async () => {
     const { user, last } = setup({ refId: 'V', kind: 'models', instance: 'gpu-1' });
     await typeAndLeave(user, ids.instance, '');
