@@ -1,7 +1,7 @@
 import {
   isTemplateVariable,
   parseNumber,
-  validateDuration,
+  validateScrapeInterval,
   validateHttpUrl,
   validateTime,
   validateTraceId,
@@ -53,13 +53,17 @@ describe('validateTime', () => {
   });
 });
 
-describe('validateDuration', () => {
-  it.each(['15s', '1m', '1m30s', '500ms', ''])('accepts %p', (value) => {
-    expect(validateDuration(value)).toBeUndefined();
+describe('validateScrapeInterval', () => {
+  it.each(['15s', '1m', '1m30s', '1s', '1500ms', ''])('accepts %p', (value) => {
+    expect(validateScrapeInterval(value)).toBeUndefined();
   });
 
-  it.each(['15', 'fast', '0s', '-1m', '1.5m'])('rejects %p', (value) => {
-    expect(validateDuration(value)).toMatch(/duration/);
+  it.each(['15', 'fast', '-1m', '1.5m', '1d', '2w'])('rejects %p as not a duration', (value) => {
+    expect(validateScrapeInterval(value)).toMatch(/duration such as/);
+  });
+
+  it.each(['0s', '500ms', '999ms'])('rejects %p as under 1s', (value) => {
+    expect(validateScrapeInterval(value)).toMatch(/1s or more/);
   });
 });
 

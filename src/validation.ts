@@ -35,15 +35,26 @@ export function validateTime(value: string): string | undefined {
   return 'Use RFC 3339 (2026-05-01T10:00:00Z) or a relative time such as now-7d';
 }
 
-const DURATION = /^(\d+(ms|s|m|h|d|w|y))+$/;
+/** A Go duration (time.ParseDuration) of whole units, as the backend reads the scrape interval. */
+const DURATION = /^(\d+(ms|s|m|h))+$/;
 
-export function validateDuration(value: string): string | undefined {
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** The scrape interval: a duration of at least 1s, since the backend's steps are whole seconds. */
+export function validateScrapeInterval(value: string): string | undefined {
   const v = value.trim();
   if (v === '') {
     return undefined;
   }
-  if (!DURATION.test(v) || !/[1-9]/.test(v)) {
-    return 'Use a positive Prometheus duration such as 15s, 1m or 1m30s';
+  if (!DURATION.test(v)) {
+    return 'Use a duration such as 15s, 1m or 1m30s';
+  }
+  let ms = 0;
+  for (const [, n, unit] of v.matchAll(/(\d+)(ms|s|m|h)/g)) {
+    ms += Number(n) * UNIT_MS[unit];
+  }
+  if (ms < 1000) {
+    return 'Use 1s or more: the scrape interval of the vLLM targets, such as 15s';
   }
   return undefined;
 }

@@ -160,7 +160,8 @@ describe('ConfigEditor: vLLM metrics', () => {
   });
 
   it.each([
-    ['a scrape interval without a unit', ids.scrapeInterval, '15', /Prometheus duration/],
+    ['a scrape interval without a unit', ids.scrapeInterval, '15', /duration such as/],
+    ['a scrape interval under 1s', ids.scrapeInterval, '500ms', /1s or more/],
     ['matchers without braces', ids.labelMatchers, 'job="vllm"', /in braces/],
     ['a label name starting with a digit', ids.instanceLabel, '1abc', /Prometheus label name/],
   ])('refuses %s inline and saves nothing', async (_name, testId, text, message) => {

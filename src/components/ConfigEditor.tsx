@@ -34,7 +34,7 @@ import {
   type VllmDataSourceOptions,
   type VllmSecureJsonData,
 } from '../types';
-import { parseNumber, validateDuration, validateHttpUrl } from '../validation';
+import { parseNumber, validateScrapeInterval, validateHttpUrl } from '../validation';
 import { ResourceNotice } from './ResourceNotice';
 import { SLOEditor } from './SLOEditor';
 import { useResource } from './useResource';
@@ -228,7 +228,7 @@ export function ConfigEditor({ options, onOptionsChange }: Props) {
           'scrapeInterval',
           'Scrape interval',
           ids.scrapeInterval,
-          validateDuration,
+          validateScrapeInterval,
           'The Prometheus scrape interval of the vLLM targets; windows are at least 4 times it'
         )}
         {text(

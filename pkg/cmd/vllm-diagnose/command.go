@@ -214,6 +214,18 @@ func (c *rootCommand) refuseIgnored(cmd *cobra.Command) error {
 	return nil
 }
 
+// scrapeInterval is --scrape-interval: at least 1s, as the evaluation steps in whole seconds.
+func (c *rootCommand) scrapeInterval() (time.Duration, error) {
+	d, err := time.ParseDuration(c.opts.conn.scrapeInterval)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("--scrape-interval %q is not a positive duration such as 15s", c.opts.conn.scrapeInterval)
+	}
+	if d < time.Second {
+		return 0, fmt.Errorf("--scrape-interval %s is shorter than the evaluation's step of at least 1s: choose 1s or more", d)
+	}
+	return d, nil
+}
+
 // timeForms is how the messages say a time may be written.
 const timeForms = "RFC 3339 such as 2026-08-01T10:00:00Z, epoch milliseconds, or relative such as now-2h"
 
@@ -262,8 +274,8 @@ func (c *rootCommand) start(ctx context.Context) (context.Context, context.Cance
 	}
 	step := c.opts.step
 	if step == 0 {
-		if step, err = time.ParseDuration(c.opts.conn.scrapeInterval); err != nil || step <= 0 {
-			return nil, nil, nil, fmt.Errorf("--scrape-interval %q is not a positive duration such as 15s", c.opts.conn.scrapeInterval)
+		if step, err = c.scrapeInterval(); err != nil {
+			return nil, nil, nil, err
 		}
 	}
 	var stop context.CancelFunc

@@ -52,6 +52,16 @@ func TestFlagsRefused(t *testing.T) {
 	})
 }
 
+// TestScrapeIntervalUnderASecond: the evaluation steps in whole seconds, so a finer
+// --scrape-interval is refused by its flag's name, reading Prometheus as scraping vLLM, before
+// any backend is asked.
+func TestScrapeIntervalUnderASecond(t *testing.T) {
+	checkRejections(t, []rejection{
+		{"with --prometheus", []string{"--prometheus", "http://127.0.0.1:9", "--scrape-interval", "400ms"}, "--scrape-interval 400ms is shorter than the evaluation's step of at least 1s"},
+		{"with --scrape", []string{"--scrape", "http://127.0.0.1:8000", "--scrape-interval", "250ms"}, "choose 1s or more"},
+	})
+}
+
 // TestFlagsAccepted: the flags a mode does read pass refuseIgnored.
 func TestFlagsAccepted(t *testing.T) {
 	for _, c := range []struct {

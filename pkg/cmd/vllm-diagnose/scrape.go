@@ -87,13 +87,9 @@ func (c *rootCommand) runScrape(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	interval, err := time.ParseDuration(c.opts.conn.scrapeInterval)
-	if err != nil || interval <= 0 {
-		return fmt.Errorf("--scrape-interval %q is not a positive duration such as 15s", c.opts.conn.scrapeInterval)
-	}
-	// The evaluation steps in whole seconds.
-	if interval < time.Second {
-		return fmt.Errorf("--scrape-interval %s is shorter than the evaluation's step of at least 1s: choose 1s or more", interval)
+	interval, err := c.scrapeInterval()
+	if err != nil {
+		return err
 	}
 	need, err := c.dataNeeded(interval)
 	if err != nil {
