@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/seed/vllm-datasource/pkg/internal/clip"
 	"io"
 	"net"
 	"net/http"
@@ -560,7 +561,7 @@ func checkNoSecrets(t *testing.T, res *backend.QueryDataResponse, texts ...strin
 	for _, text := range texts {
 		for _, m := range secretMarkers {
 			if strings.Contains(text, m) {
-				t.Errorf("secret %s shows in %q", m, clipRaw(text))
+				t.Errorf("secret %s shows in %q", m, clip.To(text, 40))
 			}
 		}
 	}

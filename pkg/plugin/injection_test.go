@@ -3,6 +3,7 @@ package plugin
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/seed/vllm-datasource/pkg/internal/clip"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -93,12 +94,12 @@ func (rec *recordingProm) check(t *testing.T, label, value string, accepted bool
 			switch m.Name {
 			case labels.MetricName:
 				if !strings.HasPrefix(m.Value, "vllm:") {
-					t.Errorf("%s selects %q, not a vLLM metric", clipRaw(what), m.Value)
+					t.Errorf("%s selects %q, not a vLLM metric", clip.To(what, 40), m.Value)
 				}
 			case label:
 				carried = true
 				if m.Value != value || m.Type != labels.MatchRegexp {
-					t.Errorf("%s: %s matcher %s, want =~ the value as sent", clipRaw(what), label, clipRaw(m.String()))
+					t.Errorf("%s: %s matcher %s, want =~ the value as sent", clip.To(what, 40), label, clip.To(m.String(), 40))
 				}
 			}
 		}
@@ -111,14 +112,14 @@ func (rec *recordingProm) check(t *testing.T, label, value string, accepted bool
 	for _, e := range rec.exprs {
 		expr, err := parser.NewParser(parser.Options{}).ParseExpr(e)
 		if err != nil {
-			t.Errorf("the plugin sent PromQL that does not parse: %v: %s", err, clipRaw(e))
+			t.Errorf("the plugin sent PromQL that does not parse: %v: %s", err, clip.To(e, 40))
 			continue
 		}
 		parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
 			switch n := n.(type) {
 			case *parser.Call:
 				if n.Func.Name == "vector" {
-					t.Errorf("%s calls vector()", clipRaw(e))
+					t.Errorf("%s calls vector()", clip.To(e, 40))
 				}
 			case *parser.VectorSelector:
 				checkMatchers(e, n.LabelMatchers)
@@ -129,7 +130,7 @@ func (rec *recordingProm) check(t *testing.T, label, value string, accepted bool
 	for _, s := range rec.sels {
 		ms, err := parser.NewParser(parser.Options{}).ParseMetricSelector(s)
 		if err != nil {
-			t.Errorf("the plugin sent a selector that does not parse: %v: %s", err, clipRaw(s))
+			t.Errorf("the plugin sent a selector that does not parse: %v: %s", err, clip.To(s, 40))
 			continue
 		}
 		checkMatchers(s, ms)
@@ -171,16 +172,16 @@ func TestInjection(t *testing.T) {
 				status, body := e.resource(t, pc, field.resource+"?"+url.Values{field.param: {v}}.Encode())
 				if valid != nil {
 					if status != http.StatusBadRequest {
-						t.Errorf("resource %s: status %d, want 400: %s", field.resource, status, clipRaw(string(body)))
+						t.Errorf("resource %s: status %d, want 400: %s", field.resource, status, clip.To(string(body), 40))
 					}
 				} else {
 					var vals []string
 					if err := json.Unmarshal(body, &vals); status != http.StatusOK || err != nil {
-						t.Errorf("resource %s: %d %s, want 200 and a list", field.resource, status, clipRaw(string(body)))
+						t.Errorf("resource %s: %d %s, want 200 and a list", field.resource, status, clip.To(string(body), 40))
 					}
 					for _, got := range vals {
 						if got != serverA.instance && got != serverB.instance && got != serverA.model && got != serverB.model {
-							t.Errorf("resource %s listed %q, which Prometheus does not hold", field.resource, clipRaw(got))
+							t.Errorf("resource %s listed %q, which Prometheus does not hold", field.resource, clip.To(got, 40))
 						}
 					}
 				}

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/seed/vllm-datasource/pkg/diagnosis"
+	"github.com/seed/vllm-datasource/pkg/internal/clip"
 	"github.com/seed/vllm-datasource/pkg/signals"
 	"github.com/seed/vllm-datasource/pkg/slo"
 	"github.com/seed/vllm-datasource/pkg/vllm"
@@ -206,7 +207,7 @@ func parseTimeout(raw json.RawMessage) (time.Duration, error) {
 	}
 	secs, err := strconv.ParseFloat(v, 64)
 	if err != nil || secs < 0 || math.IsNaN(secs) || secs > maxTimeoutSeconds {
-		return 0, fmt.Errorf("timeout %s is not a number of seconds between 0 and %d, such as 30", clipRaw(string(raw)), maxTimeoutSeconds)
+		return 0, fmt.Errorf("timeout %s is not a number of seconds between 0 and %d, such as 30", clip.To(string(raw), 40), maxTimeoutSeconds)
 	}
 	if secs == 0 {
 		return defaultTimeout, nil
@@ -216,13 +217,6 @@ func parseTimeout(raw json.RawMessage) (time.Duration, error) {
 
 // maxTimeoutSeconds is a day: anything longer is a typo, and would overflow a Duration if large enough.
 const maxTimeoutSeconds = 86400
-
-func clipRaw(s string) string {
-	if r := []rune(s); len(r) > 40 {
-		return string(r[:40]) + "…"
-	}
-	return s
-}
 
 func checkURL(what, raw string) error {
 	if raw == "" {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seed/vllm-datasource/pkg/traces/internal/clip"
+	"github.com/seed/vllm-datasource/pkg/internal/clip"
 	"github.com/seed/vllm-datasource/pkg/vllm"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seed/vllm-datasource/pkg/internal/clip"
 	"github.com/seed/vllm-datasource/pkg/traces"
-	"github.com/seed/vllm-datasource/pkg/traces/internal/clip"
 	"github.com/seed/vllm-datasource/pkg/traces/internal/httpbackend"
 	"github.com/seed/vllm-datasource/pkg/vllm"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"

@@ -15,8 +15,8 @@ import (
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 
+	"github.com/seed/vllm-datasource/pkg/internal/clip"
 	"github.com/seed/vllm-datasource/pkg/traces"
-	"github.com/seed/vllm-datasource/pkg/traces/internal/clip"
 )
 
 // Backend is one trace backend reached over HTTP.
