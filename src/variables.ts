@@ -18,9 +18,10 @@ export const ANOMALOUS_CHOICES = 20;
  * Template variable support: the editor and the query. Instances and models come from the data
  * source's label-value routes; anomalous requests from a requests query, so that a dashboard
  * opened without a trace id (the request drill-down) explains the most anomalous request of the
- * range instead of none; the trace data source from the settings, so that an imported dashboard's
- * trace panel reads the trace data source of whichever vLLM data source it is given. Its own module, so that the data source does not import an editor that
- * imports it back; the data source is a type here only.
+ * range instead of none; the trace data source from the settings, so that an imported
+ * dashboard's trace panel reads the trace data source of whichever vLLM data source it is given.
+ * Its own module, so that the data source does not import an editor that imports it back; the
+ * data source is a type here only.
  */
 export class VllmVariableSupport extends CustomVariableSupport<DataSource, VllmVariableQuery> {
   editor = VariableQueryEditor;
