@@ -199,7 +199,8 @@ func (r Requests) Searches(m RequestMetrics) Searches {
 		if plain && instances == nil {
 			perWindow[i] = append(perWindow[i], base)
 		}
-		// An instance's searches stay together, so that the cap leaves out whole instances.
+		// An instance's searches stay together, so that where the cap cuts a window it leaves out
+		// whole instances but one, whose threshold search may go while its plain one stays.
 		for _, inst := range slow {
 			if plain && instances != nil {
 				sq := base
